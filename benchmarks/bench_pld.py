@@ -45,6 +45,20 @@ CASES = [
      "solve_sigma()", (3.811118636598816, 3.820447813549263)),
 ]
 
+# extreme inputs: each must answer (a finite bracket) or refuse (PLDUncertifiable) in seconds;
+# tests/test_relations_pld.py checks the answer-or-refuse part, this measures the seconds
+EXTREMES = [
+    (1e-6, 0.5, 10_000_000, "math.log(1e-5)"),
+    (1e-6, 1.0, 10_000_000, "math.log(1e-5)"),
+    (1e-6, 0.5, 1, "math.log(1e-5)"),
+    (0.5, 0.5, 10_000_000, "math.log(1e-5)"),
+    (0.01, 1e4, 1_000_000, "math.log(1e-5)"),
+    (1.0, 1e-3, 1, "math.log(1e-5)"),
+    (0.01, 4.0, 10_000, "-300 * math.log(10)"),
+]
+CASES += [(f"extreme q={q:g} σ={s:g} T={t:g} log δ={ld}",
+           f"answer_or_refuse({q!r}, {s!r}, {t!r}, {ld})", None) for q, s, t, ld in EXTREMES]
+
 PRELUDE = """
 import math
 from dpcalc.relations import pld
@@ -62,6 +76,12 @@ def solve_sigma(eps=1.0, q=0.01, steps=10000, log_delta=math.log(1e-5)):
         else:
             lo = mid
     return hi
+
+def answer_or_refuse(q, sigma, steps, log_delta):
+    try:
+        return pld.epsilon_bounds(q, sigma, steps, log_delta)
+    except pld.PLDUncertifiable:
+        return "refused (PLDUncertifiable)"
 """
 
 

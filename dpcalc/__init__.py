@@ -20,7 +20,10 @@ from dpcalc.errors import (  # noqa: E402
     NumericalError,
     UsageError,
 )
-from dpcalc.result import Bounds, Comparison, Result  # noqa: E402
+
+# the result classes load on first use: ``import dpcalc`` stays quick, which keeps the window
+# in which a Ctrl-C at start-up could not be caught (dpcalc._entry) short
+_RESULT = ("Bounds", "Comparison", "Result")
 
 _API = ("check_gates", "compose", "dpsgd", "gaussian", "laplace", "rdp", "subsample")
 
@@ -33,6 +36,10 @@ __all__ = [
 def __getattr__(name: str):
     # resolve through the module, never through the package attribute: importing the
     # submodule dpcalc.api.gaussian binds that name on dpcalc.api to the module itself
+    if name in _RESULT:
+        import importlib
+
+        return getattr(importlib.import_module("dpcalc.result"), name)
     if name in _API:
         import importlib
 

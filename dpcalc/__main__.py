@@ -1,5 +1,5 @@
 """``python -m dpcalc``."""
 
-from dpcalc.cli import main
+from dpcalc._entry import run
 
-raise SystemExit(main())
+run()

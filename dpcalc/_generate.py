@@ -42,6 +42,10 @@ EXIT_STATUS = {
                  "the option and its range.",
     "INTERNAL": "internal error (a bug): one line on stderr asks for a report; --debug shows "
                 "the traceback.",
+    "OUTPUT_ERROR": "the result could not be written: standard output is closed or full.",
+    "INTERRUPTED": "interrupted (Ctrl-C).",
+    "BROKEN_PIPE": "the reader of standard output went away (a closed pipe, as with "
+                   "| head); nothing is printed.",
 }
 
 

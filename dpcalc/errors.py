@@ -12,6 +12,9 @@ class ExitStatus(IntEnum):
     GATE_OR_INFEASIBLE = 1
     BAD_INPUT = 2
     INTERNAL = 3
+    OUTPUT_ERROR = 74   # stdout closed or full (sysexits.h EX_IOERR)
+    INTERRUPTED = 130   # Ctrl-C: 128 + SIGINT, as a shell reports it
+    BROKEN_PIPE = 141   # the reader of stdout went away: 128 + SIGPIPE, quietly
 
 
 class DpcalcError(Exception):

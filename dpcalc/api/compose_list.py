@@ -81,7 +81,7 @@ def _mechanism(rec: dict, position: int) -> dict:
     totals of a ``compose``, the amplified pair of a ``subsample``, the (ε, δ) of the others.
     """
     command = rec.get("command")
-    if command not in _GUARANTEE_KEYS:
+    if not (command is None or isinstance(command, str)) or command not in _GUARANTEE_KEYS:
         raise UsageError(f"--from: record {position} comes from an unknown command {command!r}")
     fields = rec.get("parameters") if isinstance(rec.get("parameters"), dict) else rec
     out: dict = {}

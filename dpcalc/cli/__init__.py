@@ -14,17 +14,86 @@ from collections.abc import Sequence
 import typer
 
 from dpcalc import __version__
+from dpcalc.cli import _streams
 from dpcalc.errors import DpcalcError, ExitStatus
 
-app = typer.Typer(
+COMMANDS = ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd")
+# options that may be given more than once; every other option given twice is exit 2
+REPEATABLE_HINT = "--alpha and --fpr"
+
+
+def _reject_repeats(command, ctx, args: list[str]) -> None:
+    """Exit 2 when an option that takes one value (or a flag) is given more than once.
+
+    Click keeps the last of repeated options silently (``--max-epsilon 0.5 --max-epsilon 100``
+    would pass a gate that should fail), so every command and the root parse through here.
+    Options declared ``multiple`` (``--alpha``, ``--fpr``) may repeat.
+    """
+    from typer._click import exceptions as click_exc
+
+    try:
+        _, _, order = command.make_parser(ctx).parse_args(args=list(args))
+    except click_exc.UsageError:
+        return  # the real parse below reports it
+    seen: set[str] = set()
+    for param in order:
+        if getattr(param, "multiple", False) or getattr(param, "count", False):
+            continue
+        if param.name in seen:
+            names = "/".join(param.opts + param.secondary_opts)
+            raise click_exc.UsageError(f"{names} was given more than once; give it once (only "
+                                       f"{REPEATABLE_HINT} may be repeated)", ctx=ctx)
+        seen.add(param.name)
+
+
+class _Command(typer.core.TyperCommand):
+    def parse_args(self, ctx, args):
+        if not ctx.resilient_parsing:
+            _reject_repeats(self, ctx, args)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx):
+        """Run the command with float trouble loud: numpy reports an overflow, a division by
+        zero or an invalid operation (NaN) through a RuntimeWarning unless the code asked it
+        not to (``np.errstate``, where the core handles that case deliberately). Here such a
+        warning is an error, so an unhandled one can never leave a silent NaN behind an exit 0
+        with noise on stderr: it is a bug, exit 3. (The same as running under
+        ``np.errstate(over="raise", divide="raise", invalid="raise")``, without importing
+        numpy for the commands that do not need it.)"""
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            return super().invoke(ctx)
+
+
+class _Group(typer.core.TyperGroup):
+    def parse_args(self, ctx, args):
+        if not ctx.resilient_parsing:
+            _reject_repeats(self, ctx, args)
+        return super().parse_args(ctx, args)
+
+
+class _Typer(typer.Typer):
+    """Every command of dpcalc parses through ``_Command`` (repeated options are exit 2)."""
+
+    def command(self, *args, cls=None, **kwargs):
+        return super().command(*args, cls=cls or _Command, **kwargs)
+
+
+app = _Typer(
     name="dpcalc",
+    cls=_Group,
     help="A differential-privacy budget calculator: give every parameter but one, and dpcalc "
          "solves for the one left out, rounded to the private side.",
-    no_args_is_help=True,
+    no_args_is_help=False,
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+DEBUG_HELP = ("On an error, also print the Python traceback to stderr (for bug reports); "
+              "the exit status is unchanged.")
 
 
 def _version(value: bool) -> None:
@@ -37,12 +106,13 @@ def _version(value: bool) -> None:
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Show the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help=DEBUG_HELP),
 ) -> None:
     """dpcalc: leave one parameter out, dpcalc solves for it."""
 
 
 # importing a command module registers it on ``app`` (in the contract's order, for --help)
-for _name in ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd"):
+for _name in COMMANDS:
     importlib.import_module(f"dpcalc.cli.{_name}")
 
 
@@ -51,52 +121,102 @@ def error_line(message: str) -> str:
     return "dpcalc: error: " + " ".join(str(message).split()) + "\n"
 
 
+def _wants_debug(args: list[str]) -> bool:
+    """``--debug`` anywhere among the options (before a ``--``), at the root or after a command."""
+    return "--debug" in (args[:args.index("--")] if "--" in args else args)
+
+
+def _fail(message: str, status: int, debug: bool) -> int:
+    """Report one error: the traceback first when debugging, then the one line; the status."""
+    if debug:
+        import traceback
+
+        _streams.write_err(traceback.format_exc())
+    _streams.write_err(error_line(message))
+    return int(status)
+
+
+def _suggest(exc) -> str:
+    """``No such option: --eps`` with every option it may mean: those it begins (--epsilon,
+    --epochs), then the close spellings; click's three closest alone can miss the intended one."""
+    import difflib
+
+    command = exc.ctx.command if exc.ctx is not None else None
+    names = [n for p in getattr(command, "params", ()) for n in (*p.opts, *p.secondary_opts)
+             if n.startswith("--") and n != "--help"]
+    given = exc.option_name
+    matches = [n for n in names if n.startswith(given)]
+    matches += [n for n in difflib.get_close_matches(given, names, n=3) if n not in matches]
+    if not matches:
+        return f"no such option: {given}"
+    listed = ", ".join(matches[:-1]) + " or " + matches[-1] if len(matches) > 1 else matches[0]
+    return f"no such option: {given} (did you mean {listed}?)"
+
+
+def _usage_message(exc) -> str:
+    from typer._click import exceptions as click_exc
+
+    if isinstance(exc, click_exc.NoSuchOption):
+        return _suggest(exc)
+    message = exc.format_message()
+    if message == "Missing command.":
+        return (f"missing command: give one of {', '.join(COMMANDS)} "
+                "(dpcalc --help lists them, dpcalc COMMAND --help its options)")
+    return message
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status (the single error funnel)."""
     from typer._click import exceptions as click_exc
 
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args
+    debug = _wants_debug(args)
+    real_stdout = sys.stdout
+    sys.stdout = _streams.GuardedStdout(real_stdout)
     try:
+        _streams.install_ascii_fallback()
         command = typer.main.get_command(app)
         if os.environ.get("_DPCALC_COMPLETE"):  # a shell asking for completions: see completions/
             from dpcalc.cli._completion import enable
 
             enable(command)
-        rv = command.main(args=args, prog_name="dpcalc", standalone_mode=False)
+        try:
+            rv = command.main(args=args, prog_name="dpcalc", standalone_mode=False)
+        finally:
+            sys.stdout.flush()  # a failed write surfaces here, not in Python's exit handler
         return int(rv) if isinstance(rv, int) else ExitStatus.SUCCESS
-    except DpcalcError as exc:
-        if debug:
-            raise
-        sys.stderr.write(error_line(str(exc)))
-        return exc.exit_status
-    except click_exc.UsageError as exc:
-        if debug:
-            raise
-        if exc.format_message():  # bare `dpcalc` prints its help and no empty error line
-            sys.stderr.write(error_line(exc.format_message()))
-        return ExitStatus.BAD_INPUT
-    except (OverflowError, ZeroDivisionError) as exc:
-        # inputs at the edge of the double range (σ = 1e-300, Δ = 1e300, ...) overflow the
-        # arithmetic: that is a range problem of the input, not a result to report
-        if debug:
-            raise
-        sys.stderr.write(error_line("the inputs are outside the range dpcalc can evaluate "
-                                    f"({type(exc).__name__}); use less extreme values"))
-        return ExitStatus.BAD_INPUT
-    except click_exc.ClickException as exc:
-        if debug:
-            raise
-        sys.stderr.write(error_line(exc.format_message()))
-        return ExitStatus.BAD_INPUT
-    except KeyboardInterrupt:
-        sys.stderr.write(error_line("interrupted"))
-        return 130
+    except _streams.OutputFailed as exc:
+        _streams.silence_stdout(real_stdout)
+        if exc.broken_pipe:  # the reader has gone (``| head``): quiet, as SIGPIPE would be
+            return ExitStatus.BROKEN_PIPE
+        return _fail(str(exc), ExitStatus.OUTPUT_ERROR, debug)
     except BrokenPipeError:
-        return ExitStatus.SUCCESS
+        _streams.silence_stdout(real_stdout)
+        return ExitStatus.BROKEN_PIPE
+    except DpcalcError as exc:
+        return _fail(str(exc), exc.exit_status, debug)
+    except click_exc.UsageError as exc:
+        return _fail(_usage_message(exc), ExitStatus.BAD_INPUT, debug)
+    except (OverflowError, ZeroDivisionError, RuntimeWarning) as exc:
+        # inputs at the edge of the double range (σ = 1e-300, Δ = 1e300, ...) overflow the
+        # arithmetic: that is a range problem of the input, not a result to report. A numpy
+        # overflow or division by zero the core did not handle (see _Command.invoke) is the
+        # same; an invalid operation (a NaN) is a bug.
+        if isinstance(exc, RuntimeWarning) and "overflow" not in str(exc) and (
+                "divide by zero" not in str(exc)):
+            return _fail(f"internal error (float trouble: {exc}); please report it with the "
+                         "command line, and rerun with --debug for details",
+                         ExitStatus.INTERNAL, debug)
+        return _fail("the inputs are outside the range dpcalc can evaluate "
+                     f"({type(exc).__name__}); use less extreme values", ExitStatus.BAD_INPUT,
+                     debug)
+    except click_exc.ClickException as exc:
+        return _fail(exc.format_message(), ExitStatus.BAD_INPUT, debug)
+    except KeyboardInterrupt:
+        return _fail("interrupted", ExitStatus.INTERRUPTED, False)
     except Exception as exc:  # noqa: BLE001 - the funnel: anything unexpected is a bug
-        if debug:
-            raise
-        sys.stderr.write(error_line(f"internal error ({type(exc).__name__}); please report it "
-                                    "with the command line, and rerun with --debug for details"))
-        return ExitStatus.INTERNAL
+        return _fail(f"internal error ({type(exc).__name__}); please report it with the "
+                     "command line, and rerun with --debug for details", ExitStatus.INTERNAL,
+                     debug)
+    finally:
+        sys.stdout = real_stdout

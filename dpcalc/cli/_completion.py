@@ -23,6 +23,8 @@ CHOICES: dict[tuple[str, str], tuple[str, str]] = {
     ("rdp", "--conversion"): ("dpcalc.api.rdp", "CONVERSIONS"),
     ("rdp", "--mechanism"): ("dpcalc.api.rdp", "MECHANISMS"),
     ("dpsgd", "--accountant"): ("dpcalc.api.dpsgd", "ACCOUNTANTS"),
+    **{(command, "--solve-for"): (f"dpcalc.cli.{command}", "SOLVE_FOR")
+       for command in ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd")},
 }
 
 

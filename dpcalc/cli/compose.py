@@ -15,24 +15,37 @@ from dpcalc.cli.options import (
     Json,
     MaxDelta,
     MaxEpsilon,
-    SolveFor,
     Value,
     param,
+    solve_for_option,
 )
 from dpcalc.cli.output import emit
 from dpcalc.errors import UsageError
 
 
 def _read(source: str) -> str:
+    """The text of ``--from``: a file, or stdin for ``-``; JSON is read as UTF-8 (RFC 8259),
+    whatever the locale."""
     try:
         if source == "-":
-            return sys.stdin.read()
-        with open(source, encoding="utf-8") as fh:
-            return fh.read()
+            stdin = getattr(sys.stdin, "buffer", sys.stdin)
+            if stdin is None:
+                raise UsageError("--from -: standard input is closed; give a file or pipe "
+                                 "the records in")
+            data = stdin.read()
+        else:
+            with open(source, "rb") as fh:
+                data = fh.read()
+        return data.decode("utf-8") if isinstance(data, bytes) else data
     except OSError as exc:
         raise UsageError(f"--from: cannot read {source!r}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise UsageError(f"--from: {source!r} is not UTF-8 text") from None
+
+
+# the names --solve-for accepts (dpcalc.api.compose checks them; tests/test_cli_robust.py
+# keeps the two in step)
+SOLVE_FOR = ("epsilon", "delta", "k", "total-epsilon", "total-delta")
 
 
 @app.command("compose")
@@ -53,7 +66,7 @@ def compose(
         "--from", help="JSON list of mechanisms (file, or - for stdin): {epsilon, delta} "
                        "records or dpcalc --json outputs.", rich_help_panel=PARAMS,
         metavar="FILE|-")] = None,
-    solve_for: SolveFor = None,
+    solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
     max_epsilon: MaxEpsilon = None,

@@ -14,20 +14,25 @@ from dpcalc.cli.options import (
     Json,
     MaxDelta,
     MaxEpsilon,
-    SolveFor,
     Value,
     param,
+    solve_for_option,
 )
 from dpcalc.cli.output import busy, emit
+
+# the names --solve-for accepts (dpcalc.api.dpsgd checks them; tests/test_cli_robust.py
+# keeps the two in step)
+SOLVE_FOR = ("q", "sigma", "epochs", "steps", "epsilon", "delta")
 
 
 @app.command("dpsgd")
 def dpsgd(
-    q: param("Poisson sampling rate q in (0, 1].", "--q") = None,
+    q: param("Poisson sampling rate q in (0, 1].", "--q", "--sample-rate") = None,
     batch_size: param("Expected batch size B (with --dataset-size: q = B/N).",
                       "--batch-size") = None,
     dataset_size: param("Dataset size N.", "--dataset-size") = None,
-    sigma: param("Noise multiplier σ (noise std / clipping norm).", "--sigma") = None,
+    sigma: param("Noise multiplier σ (noise std / clipping norm).", "--sigma",
+                 "--noise-multiplier") = None,
     epochs: param("Epochs (steps = ⌈epochs/q⌉).", "--epochs") = None,
     steps: param("Steps (instead of --epochs).", "--steps") = None,
     epsilon: param("ε (>= 0).", "--epsilon") = None,
@@ -39,7 +44,7 @@ def dpsgd(
                      panel=METHOD) = None,
     curve: Annotated[bool, typer.Option(
         "--curve", help="Also show ε after each epoch.", rich_help_panel=OUTPUT)] = False,
-    solve_for: SolveFor = None,
+    solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
     max_epsilon: MaxEpsilon = None,

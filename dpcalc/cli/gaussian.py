@@ -13,13 +13,18 @@ from dpcalc.cli.options import (
     Json,
     MaxDelta,
     MaxEpsilon,
-    SolveFor,
     Value,
     param,
+    solve_for_option,
 )
 from dpcalc.cli.output import emit
 
 METHODS = ("analytic", "classic", "chernoff", "rdp", "zcdp")
+
+
+# the names --solve-for accepts (dpcalc.api.gaussian checks them; tests/test_cli_robust.py
+# keeps the two in step)
+SOLVE_FOR = ("sigma", "epsilon", "delta")
 
 
 @app.command("gaussian")
@@ -31,7 +36,7 @@ def gaussian(
     method: Annotated[str, typer.Option(
         "--method", help="analytic (exact, Balle & Wang 2018) | classic | chernoff | rdp | zcdp.",
         rich_help_panel=METHOD)] = "analytic",
-    solve_for: SolveFor = None,
+    solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
     max_epsilon: MaxEpsilon = None,

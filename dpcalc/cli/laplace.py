@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dpcalc.cli import app
-from dpcalc.cli.options import Debug, Json, MaxDelta, MaxEpsilon, SolveFor, Value, param
+from dpcalc.cli.options import Debug, Json, MaxDelta, MaxEpsilon, Value, param, solve_for_option
 from dpcalc.cli.output import emit
+
+# the names --solve-for accepts (dpcalc.api.laplace checks them; tests/test_cli_robust.py
+# keeps the two in step)
+SOLVE_FOR = ("scale", "epsilon", "delta")
 
 
 @app.command("laplace")
@@ -13,7 +17,7 @@ def laplace(
     epsilon: param("Privacy loss ε (>= 0).", "--epsilon") = None,
     delta: param("δ in [0, 1) (default 0: pure DP).", "--delta") = None,
     sensitivity: param("L1 sensitivity Δ (> 0; default 1).", "--sensitivity") = None,
-    solve_for: SolveFor = None,
+    solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
     max_epsilon: MaxEpsilon = None,

@@ -23,14 +23,21 @@ Json = Annotated[bool, typer.Option("--json", help="Print exactly one JSON objec
                                     rich_help_panel=OUTPUT)]
 Value = Annotated[bool, typer.Option("--value", help="Print only the solved number.",
                                      rich_help_panel=OUTPUT)]
-Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks (for bug reports).",
-                                     rich_help_panel=OUTPUT, hidden=True)]
+Debug = Annotated[bool, typer.Option(
+    "--debug", help="On an error, also print the Python traceback (for bug reports); the exit "
+                    "status is unchanged. Also accepted before the command.",
+    rich_help_panel=OUTPUT)]
 MaxEpsilon = Annotated[str | None, typer.Option(
     "--max-epsilon", help="Exit 1 when the solved ε exceeds this.", rich_help_panel=GATES,
     metavar="NUM")]
 MaxDelta = Annotated[str | None, typer.Option(
     "--max-delta", help="Exit 1 when the solved (or reported) δ exceeds this.",
     rich_help_panel=GATES, metavar="NUM")]
-SolveFor = Annotated[str | None, typer.Option(
-    "--solve-for", help="Name the parameter to solve for (optional; the one left out).",
-    rich_help_panel=PARAMS, metavar="NAME")]
+
+
+def solve_for_option(names: tuple[str, ...]):
+    """``--solve-for NAME`` listing the names the command accepts (also offered on TAB)."""
+    return Annotated[str | None, typer.Option(
+        "--solve-for", help="Name the parameter to solve for (optional: by default the one left "
+                            f"out): {' | '.join(names)}.", rich_help_panel=PARAMS,
+        metavar="NAME", show_default=False)]

@@ -13,17 +13,22 @@ from dpcalc.cli.options import (
     Json,
     MaxDelta,
     MaxEpsilon,
-    SolveFor,
     Value,
     param,
+    solve_for_option,
 )
 from dpcalc.cli.output import emit
+
+# the names --solve-for accepts (dpcalc.api.rdp checks them; tests/test_cli_robust.py
+# keeps the two in step)
+SOLVE_FOR = ("sigma", "q", "steps", "epsilon", "delta")
 
 
 @app.command("rdp")
 def rdp(
-    sigma: param("Noise multiplier (σ/Δ; b/Δ for Laplace).", "--sigma") = None,
-    q: param("Poisson sampling rate in (0, 1] (default 1).", "--q") = None,
+    sigma: param("Noise multiplier (σ/Δ; b/Δ for Laplace).", "--sigma",
+                 "--noise-multiplier") = None,
+    q: param("Poisson sampling rate in (0, 1] (default 1).", "--q", "--sample-rate") = None,
     steps: param("Number of steps composed (default 1).", "--steps") = None,
     epsilon: param("ε (>= 0).", "--epsilon") = None,
     delta: param("δ in (0, 1).", "--delta") = None,
@@ -35,7 +40,7 @@ def rdp(
         rich_help_panel=METHOD)] = "improved",
     mechanism: Annotated[str, typer.Option(
         "--mechanism", help="gaussian | laplace.", rich_help_panel=METHOD)] = "gaussian",
-    solve_for: SolveFor = None,
+    solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
     max_epsilon: MaxEpsilon = None,

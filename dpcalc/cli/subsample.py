@@ -13,18 +13,22 @@ from dpcalc.cli.options import (
     Json,
     MaxDelta,
     MaxEpsilon,
-    SolveFor,
     Value,
     param,
+    solve_for_option,
 )
 from dpcalc.cli.output import emit
+
+# the names --solve-for accepts (dpcalc.api.subsample checks them; tests/test_cli_robust.py
+# keeps the two in step)
+SOLVE_FOR = ("epsilon", "delta", "q", "amplified-epsilon", "amplified-delta")
 
 
 @app.command("subsample")
 def subsample(
     epsilon: param("ε of the mechanism run on the sample (>= 0).", "--epsilon") = None,
     delta: param("δ of the mechanism run on the sample, in [0, 1).", "--delta") = None,
-    q: param("Sampling rate q in (0, 1].", "--q") = None,
+    q: param("Sampling rate q in (0, 1].", "--q", "--sample-rate") = None,
     amplified_epsilon: param("Target/amplified ε.", "--amplified-epsilon") = None,
     amplified_delta: param("Target/amplified δ.", "--amplified-delta") = None,
     sample_size: param("Sample size m (with --population-size; q = m/n).",
@@ -36,7 +40,7 @@ def subsample(
     relation: Annotated[str, typer.Option(
         "--relation", help="Neighbouring relation: add-remove | replace-one.",
         rich_help_panel=METHOD)] = "add-remove",
-    solve_for: SolveFor = None,
+    solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
     max_epsilon: MaxEpsilon = None,

@@ -239,8 +239,13 @@ def _stirlerr(n):
     return out
 
 
-def _bd0(x, m):
-    """x log(x/m) + m − x >= 0 for float arrays x, m > 0, without cancellation (Loader 2000)."""
+def _bd0(x, m, log_m: float):
+    """x log(x/m) + m − x >= 0 for float arrays x, m > 0, without cancellation (Loader 2000).
+
+    ``log_m`` is log m, used where m underflowed to 0 (kπ with π = e^(−2000)): there
+    x log(x/m) = x (log x − log m) is finite and huge, and dropping the m < 1e-308 it adds is
+    far inside the error bound of the caller.
+    """
     import numpy as np
 
     d = x - m
@@ -259,7 +264,10 @@ def _bd0(x, m):
         out[ser] = s
     far = ~ser
     xf, mf = x[far], m[far]
-    out[far] = xf * np.log(xf / mf) + mf - xf  # |x − m| >= 0.1(x + m): the terms do not cancel
+    if mf.size and not mf[0] > 0.0:  # m underflowed (m is one value repeated: k·π or k·q)
+        out[far] = xf * (np.log(xf) - log_m) - xf
+    else:
+        out[far] = xf * np.log(xf / mf) + mf - xf  # |x − m| >= 0.1(x + m): no cancellation
     return out
 
 
@@ -287,7 +295,8 @@ def _log_binom_pmf(k: int, ell, log_pi: float, log_q: float):
         x = ell[mid]
         y = kf - x
         lc = (_stirlerr(np.array([kf]))[0] - _stirlerr(x) - _stirlerr(y)
-              - _bd0(x, np.full_like(x, kf * pi)) - _bd0(y, np.full_like(y, kf * q)))
+              - _bd0(x, np.full_like(x, kf * pi), math.log(kf) + log_pi)
+              - _bd0(y, np.full_like(y, kf * q), math.log(kf) + log_q))
         out[mid] = lc - 0.5 * (math.log(2 * math.pi) + np.log(x) + np.log1p(-x / kf))
     err = 64 * _U * (np.abs(out) + np.abs(ell - kf * pi) + math.log(kf + 1.0) + 16.0)
     return out, err
