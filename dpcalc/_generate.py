@@ -196,7 +196,9 @@ def man_page() -> str:
         ".TP",
         "\\fIcompletions/dpcalc.bash\\fR, \\fIcompletions/_dpcalc\\fR, "
         "\\fIcompletions/dpcalc.fish\\fR",
-        _esc("Completion scripts for bash, zsh and fish (in the source tree)."),
+        _esc("Completion scripts for bash, zsh and fish, in the source tree; pip install puts "
+             "them under <prefix>/share (bash-completion/completions, zsh/site-functions, "
+             "fish/vendor_completions.d), and this page as <prefix>/share/man/man1/dpcalc.1."),
         ".SH SEE ALSO",
         _esc(f"{PROG} COMMAND --help; the README of the source distribution."),
     ]

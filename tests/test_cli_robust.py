@@ -157,6 +157,7 @@ ASCII_CASES = [
     ["dpsgd", "--q", "0.01", "--sigma", "1", "--epochs", "2", "--delta", "1e-5", "--curve"],
     ["gaussian", "--help"],
     ["--help"],
+    [*GAUSS, "--json"],
 ]
 
 
@@ -167,7 +168,9 @@ def test_a_stream_that_cannot_encode_greek_gets_ascii_symbols(encoding, args):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == b""
     text = proc.stdout.decode(encoding)
-    if "--help" not in args:
+    if "--json" in args:
+        assert json.loads(text)["solved_for"] == "epsilon"
+    elif "--help" not in args:
         assert re.search(r"\b(eps|delta|sigma|scale|b|k|q|steps|epochs)'? (<=|>=) ", text), text
 
 
