@@ -18,8 +18,6 @@ from dpcalc.cli import _streams
 from dpcalc.errors import DpcalcError, ExitStatus
 
 COMMANDS = ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd")
-# options that may be given more than once; every other option given twice is exit 2
-REPEATABLE_HINT = "--alpha and --fpr"
 
 
 def _reject_repeats(command, ctx, args: list[str]) -> None:
@@ -41,8 +39,10 @@ def _reject_repeats(command, ctx, args: list[str]) -> None:
             continue
         if param.name in seen:
             names = "/".join(param.opts + param.secondary_opts)
-            raise click_exc.UsageError(f"{names} was given more than once; give it once (only "
-                                       f"{REPEATABLE_HINT} may be repeated)", ctx=ctx)
+            repeatable = [p.opts[0] for p in command.params if getattr(p, "multiple", False)]
+            hint = f" (only {' and '.join(repeatable)} may be repeated)" if repeatable else ""
+            raise click_exc.UsageError(f"{names} was given more than once; give it once{hint}",
+                                       ctx=ctx)
         seen.add(param.name)
 
 
