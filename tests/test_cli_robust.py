@@ -417,3 +417,26 @@ def test_no_wall_clock_asserts_in_tests():
     offenders = [p.name for p in (ROOT / "tests").glob("test_*.py")
                  if p.name != Path(__file__).name and clock.search(p.read_text())]
     assert offenders == []
+
+
+def test_binomial_log_pmf_where_k_pi_underflows_matches_mpmath():
+    """The site behind the issue's example: π = e^(−2000) makes kπ underflow to 0; the log pmf
+    must stay finite and within its stated error of the exact value (it was NaN/−inf)."""
+    import math
+
+    import mpmath
+    import numpy as np
+
+    from dpcalc.relations.compose import _log_binom_pmf
+
+    k, log_pi = 10, -2000.0
+    log_q = math.log1p(-math.exp(log_pi))
+    ell = np.arange(0.0, k + 1.0)
+    with np.errstate(all="raise"):
+        out, err = _log_binom_pmf(k, ell, log_pi, log_q)
+    with mpmath.workdps(50):
+        for i, x in enumerate(ell):
+            exact = (mpmath.log(mpmath.binomial(k, int(x))) + int(x) * mpmath.mpf(log_pi)
+                     + (k - int(x)) * mpmath.log1p(-mpmath.exp(log_pi)))
+            assert math.isfinite(out[i])
+            assert abs(out[i] - exact) <= err[i], (x, out[i], exact, err[i])
