@@ -10,10 +10,13 @@ from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     Debug,
+    Fpr,
     Json,
     MaxDelta,
     MaxEpsilon,
+    MaxTpr,
     SolveFor,
+    Tpr,
     Value,
     param,
 )
@@ -36,6 +39,9 @@ def gaussian(
     value: Value = False,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
+    fpr: Fpr = None,
+    tpr: Tpr = None,
+    max_tpr: MaxTpr = None,
     debug: Debug = False,
 ) -> None:
     """Gaussian mechanism: σ, ε, δ — leave one out.
@@ -47,5 +53,6 @@ def gaussian(
 
     result = solve(sigma=sigma, epsilon=epsilon, delta=delta,
                    sensitivity=1.0 if sensitivity is None else sensitivity, method=method,
-                   solve_for=solve_for)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta)
+                   solve_for=solve_for, fpr=fpr, tpr=tpr)
+    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+         max_tpr=max_tpr)

@@ -34,3 +34,14 @@ MaxDelta = Annotated[str | None, typer.Option(
 SolveFor = Annotated[str | None, typer.Option(
     "--solve-for", help="Name the parameter to solve for (optional; the one left out).",
     rich_help_panel=PARAMS, metavar="NAME")]
+
+RISK = "Attack risk"
+Fpr = Annotated[list[str] | None, typer.Option(
+    "--fpr", help="Also bound the TPR of any membership-inference test at this FPR, in (0, 1) "
+    "(repeatable).", rich_help_panel=RISK, metavar="NUM", show_default=False)]
+Tpr = Annotated[str | None, typer.Option(
+    "--tpr", help="A TPR target at --fpr, in place of --epsilon/--delta: solve the noise (or "
+    "count, rate) left out so that no test exceeds it.", rich_help_panel=RISK, metavar="NUM")]
+MaxTpr = Annotated[str | None, typer.Option(
+    "--max-tpr", help="Exit 1 when the TPR bound at --fpr exceeds this.",
+    rich_help_panel=GATES, metavar="NUM")]

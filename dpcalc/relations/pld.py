@@ -1933,3 +1933,68 @@ def certify_epsilon(q: float, noise_multiplier: float, steps: int, log_delta: fl
         if lo > log_delta:
             return False
     return None
+
+
+def log_delta_profile(q: float, noise_multiplier: float, steps: int, epsilons,
+                      tolerance: float = 1e-3, focus: float | None = None,
+                      log_delta_floor: float = -30.0) -> tuple[np.ndarray, np.ndarray]:
+    """Certified brackets (log lower, log upper) on δ(ε) at many ε ≥ 0 from one composition
+    per pass (both directions, both sides; δ is the larger direction, as in log_delta_bounds).
+
+    The tilt and budgets are sized for ``focus`` (default: the median ε); every point is
+    certified whatever the tilt, only its width depends on it.  Passes refine ρ while the
+    relative width (1 − δ_low/δ_up) exceeds ``tolerance`` at some ε with log δ_up above
+    ``log_delta_floor`` (at most 4 passes).  Each pass reuses _compose_points and
+    _Final.log_delta unchanged, so the error analysis of the module docstring applies.
+    References: [KJH20], [DGKKM22, Alg. 1] (see the module docstring).
+
+    Raises:
+        PLDUncertifiable: no certified bracket at any resolution tried.
+    """
+    eps = [float(e) for e in epsilons]
+    _validate(q, noise_multiplier, [steps], tolerance)
+    for e in eps:
+        _check_epsilon(e)
+    q, sigma, tol, steps = float(q), float(noise_multiplier), float(tolerance), int(steps)
+    ref = float(np.median(eps)) if focus is None else float(focus)
+    ch = _chernoff_log_delta(q, sigma, steps, ref)
+    est = ch - 8.0 - 0.05 * abs(ch)
+    n = len(eps)
+    best_lo = np.full(n, -np.inf)
+    best_up = np.zeros(n)
+
+    def evaluate(i, finals):
+        lo = np.full(n, -np.inf)
+        up = np.full(n, -np.inf)
+        for (_, pess), fin in finals.items():
+            v = np.array([fin.log_delta(e) for e in eps])
+            if pess:
+                up = np.maximum(up, v)
+            else:
+                lo = np.maximum(lo, v)
+        return lo, up
+
+    rho = _first_rho(tol)
+    done = False
+    for _ in range(4):
+        plans = _plans_delta(q, sigma, steps, ref, tol, est)
+        plans.update({d: p for d, p in _plans_delta(q, sigma, steps, 0.0, tol, est).items()
+                      if d not in plans})
+        try:
+            lo, up = _compose_points(q, sigma, [steps], rho, plans, _log_eta(est, tol, steps),
+                                     evaluate, directions=list(plans))[0]
+        except _TooFine:
+            break
+        best_lo = np.maximum(best_lo, lo)
+        best_up = np.minimum(best_up, up)
+        done = True
+        with np.errstate(invalid="ignore"):
+            w = np.where(best_up > -np.inf, -np.expm1(best_lo - best_up), 0.0)
+        w = np.where(best_up > log_delta_floor, w, 0.0)
+        width = float(np.max(w)) if n else 0.0
+        if width <= tol or rho <= _RHO_MIN:
+            break
+        rho = _next_rho(rho, tol, width)
+    if not done or not np.all(best_up <= 0.0):
+        raise PLDUncertifiable("no certified δ bracket at this resolution")
+    return best_lo, best_up
