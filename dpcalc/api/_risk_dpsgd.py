@@ -35,11 +35,20 @@ def pld_profile(q: float, sigma: float, steps: int, tolerance: float, fprs):
     from dpcalc.relations import pld
 
     eps_max = max(1.0, math.log(1.0 / min(fprs)) + 0.05)
-    h = max(0.02, eps_max / 600.0)
-    grid = np.arange(0.0, eps_max + h, h)
+    # coarse everywhere, fine (second-order bounds: error ∝ spacing²) around each FPR's
+    # optimum as the CLT estimate places it; any grid is certified, only the width changes
+    mu = _gdp_mu(q, sigma, steps)
+    points = set(np.round(np.arange(0.0, eps_max + 0.05, 0.05), 12))
+    for a in fprs:
+        c = min(eps_max, _focus(mu, a))
+        points |= set(np.round(np.arange(max(0.0, c - 0.4), min(eps_max, c + 0.4), 0.005), 12))
+    grid = np.array(sorted(points))
     mid = sorted(fprs)[len(fprs) // 2]
-    focus = min(eps_max, _focus(_gdp_mu(q, sigma, steps), mid))
-    lo, up = pld.log_delta_profile(q, sigma, steps, grid, tolerance, focus=focus)
+    focus = min(eps_max, _focus(mu, mid))
+    # refine the grid while δ's bracket is too wide where δ matters: δ below min FPR/20
+    # moves a TPR bound by a negligible fraction of its own width
+    lo, up = pld.log_delta_profile(q, sigma, steps, grid, tolerance, focus=focus,
+                                   log_delta_floor=math.log(min(fprs)) - 3.0)
     with np.errstate(under="ignore"):
         dlo = np.exp(lo) * (1.0 - 1e-15)  # exp is faithful: a hair down/up keeps the sides
         dup = np.minimum(1.0, np.exp(up) * (1.0 + 1e-15))
@@ -69,7 +78,8 @@ def pld_block(q: float, sigma: float, steps: int, tolerance: float, fprs,
 
 def pld_target(q: float, sigma: float, steps: int, tolerance: float, alpha: float,
                target: float):
-    """A monotone certified predicate for "TPR at α ≤ T" in (q, σ, steps).
+    """A monotone certified predicate for "TPR at α ≤ T" in (q, σ, steps), and the TPR upper
+    bound at the starting values (to correct the starting guess).
 
     The profile at the given (starting) values locates the ε* where the bound
     α e^ε + δ(ε) (or its mirrored form 1 − e^{−ε}(1 − α − δ(ε))) is smallest; the predicate
@@ -99,7 +109,7 @@ def pld_target(q: float, sigma: float, steps: int, tolerance: float, alpha: floa
             return False
         return pld.certify_epsilon(q_, sigma_, steps_, math.log(thr), eps) is True
 
-    return holds
+    return holds, float(min(1.0, pos[i_pos], neg[i_neg]))
 
 
 def risk_of(q: float, sigma: float, steps: int, tolerance: float, fprs,
@@ -170,7 +180,14 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         start["steps"] = max(1, round(guess))
     if "steps" not in start:
         start["steps"] = steps_for(start["epochs"], start["q"])
-    holds = pld_target(start["q"], start["sigma"], start["steps"], tol, alpha, target)
+    holds, start_tpr = pld_target(start["q"], start["sigma"], start["steps"], tol, alpha,
+                                  target)
+    if alpha < start_tpr < 1.0:
+        # correct the CLT guess by the ratio of the profile's μ to the CLT's at the start
+        mu_eff = rrel.gaussian_mu_for_tpr(start_tpr, alpha)
+        mu_start = _gdp_mu(start["q"], start["sigma"], start["steps"])
+        if mu_eff > 0 and mu_start > 0:
+            guess = _gdp_guess(unknown.name, values, mu * mu_start / mu_eff)
 
     def steps_of(v: dict, rate: float) -> int:
         return v["steps"] if "steps" in v else steps_for(v["epochs"], rate)
@@ -179,8 +196,8 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
     if name == "sigma":
         st = steps_of(values, values["q"])
         value = smallest_passing(lambda s: holds(values["q"], s, st), low=0.0, high=math.inf,
-                                 low_open=True, name="σ", guess=guess, guess_rtol=1e-2,
-                                 rtol=2e-5)
+                                 low_open=True, name="σ", guess=guess, guess_rtol=2e-3,
+                                 rtol=1e-4)
     elif name in ("steps", "epochs"):
         most = largest_passing_int(lambda n: holds(values["q"], values["sigma"], n), low=1,
                                    name="steps", high=10**10, guess=max(1, int(guess)))
@@ -193,7 +210,7 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
     else:
         value = largest_passing(lambda r: holds(r, values["sigma"], steps_of(values, r)),
                                 low=0.0, high=1.0, high_open=False, name="q", rtol=1e-9,
-                                guess=guess if 0 < guess < 1 else None, guess_rtol=1e-2)
+                                guess=guess if 0 < guess < 1 else None, guess_rtol=2e-3)
     values[name] = value
     if count is EPOCHS:
         values["steps"] = steps_for(values["epochs"], values["q"])

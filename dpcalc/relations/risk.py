@@ -158,8 +158,9 @@ def profile_tpr(alpha: float, epsilons: Sequence[float], delta_lower: Sequence[f
     [L_k, U_k] (for γ = e^{−ε}: L = 1 − γ + γ δ_lower, U = 1 − γ + γ δ_upper, increasing in δ).
 
     Upper bound. Each γ_k is a feasible point of the infimum in (1): TPR* ≤ αγ_k + H(γ_k)
-    ≤ αγ_k + U_k (the (ε, δ) bound of one valid point [KOV15, Thm 2.1]); we return
-    min(1, min_k αγ_k + U_k), rounded up. It never exceeds the bound of any single grid point.
+    ≤ αγ_k + U_k (the (ε, δ) bound of one valid point [KOV15, Thm 2.1]); the two γ of one
+    ε_i give point_tpr(ε_i, δ_upper[i], α). We return that of the best grid point (located
+    in floats, evaluated by point_tpr, rounded up), so it never exceeds any single point's.
 
     Lower bound. H is convex in γ (a supremum of the affine maps γ ↦ P(S) − γQ(S), and a
     maximum of such suprema over the two orders), nonincreasing, with slopes in [−1, 0]
@@ -207,9 +208,11 @@ def profile_tpr(alpha: float, epsilons: Sequence[float], delta_lower: Sequence[f
     upp = np.concatenate((up_neg + 2 * margin, du))
     low = np.clip(low, 0.0, 1.0)
     upp = np.clip(upp, 0.0, 1.0)
-    # upper: the best single point [KOV15, Thm 2.1]
-    vals = a * gam + upp
-    upper = float(min(1.0, float(np.min(vals + margin * (a * gam + 1.0)))))
+    # upper: the best single grid point [KOV15, Thm 2.1], located in floats, then its bound
+    # evaluated at 40 digits (so it equals point_tpr of that point, never above any point's)
+    both = np.minimum(a * g_pos + du, 1.0 - np.exp(-eps) * (1.0 - du - a))
+    best_i = np.argsort(both)[:3]
+    upper = min(point_tpr(float(eps[i]), float(du[i]), a)[1] for i in best_i)
     # lower: cells [γ_k, γ_{k+1}]
     n = gam.size
     cands = [max(float(low[0]), 1.0 - float(gam[0]) * (1.0 - a)) - margin * 2.0,
@@ -248,8 +251,7 @@ def profile_tpr(alpha: float, epsilons: Sequence[float], delta_lower: Sequence[f
         cands.append(float(np.min(best)))
     lower = max(a, min(cands))
     lower = min(lower, upper)
-    return math.nextafter(max(0.0, lower), -math.inf) if lower > a else a, \
-        math.nextafter(upper, math.inf) if upper < 1.0 else 1.0
+    return (math.nextafter(max(0.0, lower), -math.inf) if lower > a else a), upper
 
 
 def profile_advantage(epsilons: Sequence[float], delta_lower: Sequence[float],
