@@ -245,3 +245,27 @@ def test_installed_entry_point_prints_the_plain_sentence():
                          "1e-5", "--fpr", "0.01", "--fpr", "0.1", "--json"],
                         capture_output=True, text=True, check=True)
     assert [r["fpr"] for r in json.loads(js.stdout)["risk"]["tpr"]] == [0.01, 0.1]
+
+
+@pytest.mark.parametrize("args", [
+    ["gaussian", "--sigma", "1", "--delta", "1e-5", "--fpr", "0.05", "--fpr", "0.5"],
+    ["gaussian", "--tpr", "0.1", "--fpr", "0.01"],
+    ["laplace", "--tpr", "0.1", "--fpr", "0.01"],
+    ["dpsgd", "--q", "0.01", "--epochs", "100", "--tpr", "0.05", "--fpr", "0.01"],
+    ["dpsgd", "--q", "0.01", "--epochs", "10", "--sigma", "1", "--delta", "1e-5", "--fpr",
+     "1e-4"],
+    ["laplace", "--scale", "0.5", "--fpr", "0.9"],
+    ["compose", "--epsilon", "1", "--delta", "1e-6", "--k", "10", "--total-delta", "1e-4",
+     "--fpr", "0.01"],
+    ["subsample", "--epsilon", "1", "--delta", "1e-6", "--q", "0.1", "--fpr", "0.01"],
+])
+def test_risk_json_matches_schema(capsys, args):
+    jsonschema = pytest.importorskip("jsonschema")
+    from pathlib import Path
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "schema" /
+                         "dpcalc-output.schema.json").read_text())
+    r = run(capsys, *args, "--json")
+    assert r.code == 0, r.err
+    jsonschema.Draft202012Validator(schema).validate(json.loads(r.out))
+    assert "risk" in json.loads(r.out)
