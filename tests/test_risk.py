@@ -153,6 +153,16 @@ def test_dpsgd_bracket_contains_dp_accounting_and_beats_the_point(capsys):
         assert float(row["upper"]) - float(row["lower"]) <= 3e-3 * ref
     adv = out["advantage"]
     assert 0.0 < adv["lower"] <= adv["upper"] < 1
+    # labelled estimate only: the CLT value q√(T(e^{1/σ²} − 1)) ≈ 0.2533 is nearby
+    assert 0.24 < out["gdp_mu_estimate"] < 0.27
+
+
+def test_human_output_labels_the_gdp_estimate(capsys):
+    r = run(capsys, "dpsgd", "--q", "0.01", "--sigma", "4", "--epochs", "100", "--delta", "1e-5",
+            "--fpr", "0.01")
+    assert r.code == 0
+    assert "neither an upper nor a lower bound" in " ".join(r.out.split())
+    assert "No membership-inference attack can exceed TPR 1.92 % at FPR 1 %." in r.out
 
 
 def test_dpsgd_risk_is_monotone_in_sigma(capsys):

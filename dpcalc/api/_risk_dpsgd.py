@@ -50,8 +50,8 @@ def pld_profile(q: float, sigma: float, steps: int, tolerance: float, fprs):
     lo, up = pld.log_delta_profile(q, sigma, steps, grid, tolerance, focus=focus,
                                    log_delta_floor=math.log(min(fprs)) - 3.0)
     with np.errstate(under="ignore"):
-        dlo = np.exp(lo) * (1.0 - 1e-15)  # exp is faithful: a hair down/up keeps the sides
-        dup = np.minimum(1.0, np.exp(up) * (1.0 + 1e-15))
+        dlo = np.exp(lo) * (1.0 - 1e-14)  # numpy's exp is within a few ulp: 1e-14 ≈ 45 ulp
+        dup = np.minimum(1.0, np.exp(up) * (1.0 + 1e-14))
     return grid, dlo, dup
 
 
@@ -84,7 +84,18 @@ def pld_block(q: float, sigma: float, steps: int, tolerance: float, fprs,
             found[a] = (min(lo, hi), hi)
         lo, hi = rel.profile_advantage(list(grid[:1]), dlo[:1], dup[:1])
         adv_lo, adv_hi = max(adv_lo, lo), min(adv_hi, hi)  # each bracket is certified
-    return _risk._block("pld", fprs, found.__getitem__, (adv_lo, adv_hi), point)
+    block = _risk._block("pld", fprs, found.__getitem__, (adv_lo, adv_hi), point)
+    block["gdp_mu_estimate"] = _gdp_estimate(0.5 * (adv_lo + adv_hi))
+    return block
+
+
+def _gdp_estimate(advantage: float) -> float:
+    """μ of the Gaussian-DP curve G_μ with the same largest advantage, 2Φ(μ/2) − 1 [DRS19,
+    Eq (6)]: for readers used to GDP. An estimate, neither an upper nor a lower bound (the
+    profile is not exactly Gaussian)."""
+    from statistics import NormalDist
+
+    return 2.0 * NormalDist().inv_cdf(min(0.5 * (1.0 + advantage), 1.0 - 1e-16))
 
 
 def pld_target(q: float, sigma: float, steps: int, tolerance: float, alpha: float,

@@ -183,8 +183,9 @@ def profile_tpr(alpha: float, epsilons: Sequence[float], delta_lower: Sequence[f
     Rounding. Floats throughout; each candidate is at most ~12 operations on terms whose
     absolute values sum to M, each operation relatively off by ≤ 2^-53 (exp by ≤ 4 ulp), so a
     margin of 64·2^-53·M per candidate (up for the upper, down for the lower bound) covers
-    them; chord slopes are moved by a relative 1e-9 to their safe side (cells narrower than
-    1e-6 relative use the plain bound, so Δγ is known to far better than that).
+    them, the γ = e^{±ε} (each within 4 ulp) entering through the lines included; chord slopes
+    are moved by a relative 1e-9 to their safe side (cells narrower than 1e-4 relative use
+    the plain bound, so Δγ is known to 1e-11 relative or better).
 
     References: DRS19, Prop 2.12; KOV15, Thm 2.1 (each grid point's bound).
     """
@@ -220,7 +221,7 @@ def profile_tpr(alpha: float, epsilons: Sequence[float], delta_lower: Sequence[f
     if n >= 2:
         g0, g1 = gam[:-1], gam[1:]
         dg = g1 - g0
-        ok = dg > 1e-6 * g1
+        ok = dg > 1e-4 * g1
         # s_R for cell k uses chord (k+1, k+2); s_L uses chord (k−1, k)
         chord_up = np.zeros(n - 1)      # upper bound on slope of chord (j, j+1)
         chord_lo = np.full(n - 1, -1.0)  # lower bound on slope of chord (j, j+1)
@@ -245,7 +246,8 @@ def profile_tpr(alpha: float, epsilons: Sequence[float], delta_lower: Sequence[f
                 return a * gx + lam * left + (1.0 - lam) * right
 
             v0, v1 = line(g0), line(g1)
-            mag = a * g1 + 2.0 + np.abs(s_l) * dg + np.abs(s_r) * dg
+            # |terms|, plus the effect of each γ's own rounding (≤ 4 ulp) through the lines
+            mag = a * g1 + 2.0 + (np.abs(s_l) + np.abs(s_r)) * (dg + g1)
             cell = np.minimum(v0, v1) - margin * mag
             best = np.maximum(best, cell)
         cands.append(float(np.min(best)))

@@ -132,6 +132,9 @@ def _risk_table(risk: dict, console) -> None:
     console.print(Text("attack risk (membership inference)", style="bold"))
     console.print(table)
     console.print(f"largest advantage TPR − FPR ≤ {_pct(adv['upper'], 'upper')}")
+    if "gdp_mu_estimate" in risk:
+        console.print(Text(f"closest Gaussian-DP curve: μ ≈ {risk['gdp_mu_estimate']:.4g} "
+                           "(an estimate, neither an upper nor a lower bound)", style="dim"))
     first = risk["tpr"][0] if risk["tpr"] else None
     if first is not None:
         console.print(Text(f"No membership-inference attack can exceed TPR "
