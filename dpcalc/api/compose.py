@@ -105,7 +105,7 @@ class _Composition:
         return self.rel.basic(eps, log_d, k)[1]
 
 
-def compose(*, epsilon: object = None, delta: object = None, k: object = None,
+def _compose(*, epsilon: object = None, delta: object = None, k: object = None,
             total_epsilon: object = None, total_delta: object = None, method: str = "optimal",
             delta_slack: object = None, group: object = None, records: list | None = None,
             solve_for: str | None = None) -> Result:
@@ -253,3 +253,23 @@ def _compare(method: str, unknown: str, values: dict, group: int | None):
         for name, v in variants.items():
             key, note = _SEED_NOTES[name]
             yield Comparison(name, v, REFS[key].short, note)
+
+
+def compose(*, fpr: object = None, tpr: object = None, **kwargs) -> Result:
+    """Compose k (ε, δ)-DP mechanisms (or a heterogeneous list); see ``_compose``.
+
+    ``fpr`` (value or list, in (0, 1)) adds ``extra["risk"]``: the TPR bound at each FPR from
+    the reported (ε, δ) point only (no profile of the mechanism is known here; the note says
+    so) [KOV15, Thm 2.1]. A ``tpr`` target is not available for this command.
+    """
+    from dpcalc.api import _risk
+
+    fprs = _risk.parse_fprs(fpr)
+    if tpr is not None:
+        raise UsageError("--tpr is not available for compose: only an (ε, δ) point is known "
+                         "here; set a TPR target on gaussian, laplace or dpsgd")
+    result = _compose(**kwargs)
+    if not fprs:
+        return result
+    return _risk.attach(result, _risk.point_block(result.parameters, "total_epsilon",
+                                                  "total_delta", fprs))

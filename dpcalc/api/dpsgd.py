@@ -118,7 +118,7 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
           sigma: object = None, epochs: object = None, steps: object = None,
           epsilon: object = None, delta: object = None, accountant: str = "pld",
           tolerance: object = 1e-3, curve: bool = False, solve_for: str | None = None,
-          compare: bool = True) -> Result:
+          compare: bool = True, fpr: object = None, tpr: object = None) -> Result:
     """DP-SGD accounting: Poisson rate q, noise multiplier σ, T = ⌈epochs/q⌉ steps.
 
     Solves ε or δ (guarantees, upper bounds), σ (smallest that meets the target), or the
@@ -126,10 +126,24 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     upper end. Every other accountant is solved for the same unknown in ``comparison``
     (skipped with ``compare=False``, as ``--value`` does).
 
+    ``fpr`` adds the TPR bound of any membership-inference test at each FPR, from the
+    certified PLD profile; ``tpr`` (with one ``fpr``, in place of ε and δ) solves q, σ,
+    epochs or steps so that the certified TPR bound at that FPR is at most the target.
+
     Raises:
         UsageError, DomainError: bad input. InfeasibleError: no value meets the target.
     """
     check_choice(accountant, ACCOUNTANTS, "--accountant")
+    from dpcalc.api import _risk
+
+    fprs = _risk.parse_fprs(fpr)
+    target = _risk.parse_target(tpr, fprs, {"epsilon": epsilon, "delta": delta})
+    if target is not None:
+        from dpcalc.api._risk_dpsgd import dpsgd_for_tpr
+
+        return dpsgd_for_tpr(q=q, batch_size=batch_size, dataset_size=dataset_size,
+                             sigma=sigma, epochs=epochs, steps=steps, tolerance=tolerance,
+                             solve_for=solve_for, target=target, alpha=fprs[0])
     tol = TOLERANCE.parse(tolerance)
     from dpcalc.api.subsample import resolve_rate
 
@@ -183,11 +197,17 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
                 if point["steps"] == values["steps"]:
                     point["epsilon"] = min(point["epsilon"], value)
     direction = "upper" if unknown.name in ("epsilon", "delta", "sigma") else "lower"
-    return Result(
+    result = Result(
         command="dpsgd", solved_for=unknown.name, value=value, parameters=parameters,
         method=method, direction=direction, reference=REFS[_REF[method]].short,
         bounds=Bounds(*bounds) if bounds is not None else None,
         comparison=tuple(comparison), notes=tuple(notes), extra=extra, symbols=_SYMBOLS)
+    if not fprs:
+        return result
+    from dpcalc.api._risk_dpsgd import risk_of
+
+    return _risk.attach(result, risk_of(values["q"], values["sigma"], values["steps"], tol,
+                                        fprs, (values["epsilon"], values["delta"])))
 
 
 def _solve(acc: Accountant, unknown: str, values: dict, hint: float | None = None):

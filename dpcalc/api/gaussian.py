@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+from dpcalc.api import _risk
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
-from dpcalc.errors import InfeasibleError
+from dpcalc.errors import InfeasibleError, UsageError
 from dpcalc.numeric.directed import Number, exp_up, log_of
 from dpcalc.params import DELTA, EPSILON, SENSITIVITY, SIGMA
 from dpcalc.references import REFS
@@ -18,7 +19,8 @@ _CLASSIC_LIMIT = 1.0
 
 def gaussian(*, sigma: object = None, epsilon: object = None, delta: object = None,
              sensitivity: object = 1.0, method: str = "analytic",
-             solve_for: str | None = None) -> Result:
+             solve_for: str | None = None, fpr: object = None,
+             tpr: object = None) -> Result:
     """Solve the Gaussian mechanism for whichever of σ, ε, δ is left out.
 
     Args:
@@ -27,6 +29,9 @@ def gaussian(*, sigma: object = None, epsilon: object = None, delta: object = No
         delta: δ in [0, 1).
         sensitivity: L2 sensitivity Δ (default 1).
         method: analytic (exact, default), classic, chernoff, rdp or zcdp.
+        fpr: FPR value(s) A in (0, 1): also report the largest TPR of any membership-inference
+            test at A, exactly (``extra["risk"]``).
+        tpr: a TPR target T (with one ``fpr``), in place of ε and δ: solve the smallest σ.
 
     Returns:
         A Result whose value is a guarantee (ε, δ) or noise (σ), rounded to the private side,
@@ -36,6 +41,10 @@ def gaussian(*, sigma: object = None, epsilon: object = None, delta: object = No
         UsageError, DomainError: bad input (exit 2). InfeasibleError: no σ meets δ = 0 (exit 1).
     """
     method = check_choice(method, rel.METHODS, "--method")
+    fprs = _risk.parse_fprs(fpr)
+    target = _risk.parse_target(tpr, fprs, {"epsilon": epsilon, "delta": delta})
+    if target is not None:
+        return _sigma_for_tpr(sigma, sensitivity, target, fprs[0], solve_for)
     values, unknown = leave_one_out({"sigma": sigma, "epsilon": epsilon, "delta": delta},
                                     (SIGMA, EPSILON, DELTA), solve_for=solve_for)
     values["sensitivity"] = SENSITIVITY.parse(sensitivity)
@@ -55,12 +64,52 @@ def gaussian(*, sigma: object = None, epsilon: object = None, delta: object = No
             other_value, note = None, failure_note(exc)
         comparison.append(Comparison(other, other_value, REFS[rel.REFERENCE[other]].short, note,
                                      _extra(other, unknown.name, values, other_value)))
-    return Result(
+    result = Result(
         command="gaussian", solved_for=unknown.name, value=value, parameters=parameters,
         method=method, direction="upper", reference=REFS[rel.REFERENCE[method]].short,
         comparison=tuple(comparison), notes=tuple(notes),
-        extra=_extra(method, unknown.name, values, value),
-        symbols={"sigma": "σ", "epsilon": "ε", "delta": "δ", "sensitivity": "Δ"})
+        extra=_extra(method, unknown.name, values, value), symbols=_SYMBOLS)
+    if not fprs:
+        return result
+    return _risk.attach(result, _risk.exact_block(
+        "gaussian", parameters["sensitivity"], parameters["sigma"], fprs,
+        (parameters["epsilon"], parameters["delta"])))
+
+
+_SYMBOLS = {"sigma": "σ", "epsilon": "ε", "delta": "δ", "sensitivity": "Δ", "tpr": "TPR",
+            "fpr": "FPR"}
+
+
+def _sigma_for_tpr(sigma: object, sensitivity: object, target: float, alpha: float,
+                   solve_for: str | None) -> Result:
+    """Smallest σ with TPR(α) = Φ(Φ⁻¹(α) + Δ/σ) ≤ T (the exact curve, rounded up).
+
+    The closed form σ = Δ/(Φ⁻¹(T) − Φ⁻¹(α)) [DRS19, Eq (6)] seeds the one solver, which
+    keeps the answer on the passing side of the certified upper bound.
+    """
+    from dpcalc.relations import risk as rrel
+
+    if sigma is not None:
+        raise UsageError("too many parameters: with --tpr and --fpr leave --sigma out")
+    if solve_for not in (None, "sigma"):
+        raise UsageError(f"--solve-for {solve_for} does not apply with --tpr; σ is solved")
+    sens = SENSITIVITY.parse(sensitivity)
+
+    def holds(s: float) -> bool:
+        return rrel.gaussian_tpr(_risk.mu_up(sens, s), alpha)[1] <= target
+
+    guess = sens / rrel.gaussian_mu_for_tpr(target, alpha)
+    value = smallest_passing(holds, low=0.0, high=math.inf, low_open=True, name="σ",
+                             guess=guess if math.isfinite(guess) and guess > 0 else None)
+    parameters = {"sigma": value, "sensitivity": sens, "tpr": target, "fpr": alpha}
+    result = Result(
+        command="gaussian", solved_for="sigma", value=value, parameters=parameters,
+        method="tradeoff", direction="upper", reference=REFS["DRS19"].short,
+        notes=("σ solved so that no membership-inference test exceeds TPR "
+               f"{target:g} at FPR {alpha:g} (exact Gaussian trade-off curve)",),
+        symbols=_SYMBOLS)
+    return _risk.attach(result, _risk.exact_block("gaussian", sens, value,
+                                                  (alpha,), None))
 
 
 def _solve(method: str, unknown: str, values: dict) -> Number:

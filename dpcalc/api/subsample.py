@@ -55,7 +55,7 @@ def resolve_rate(q: object, size: object, total: object, size_option: str,
     return rate
 
 
-def subsample(*, epsilon: object = None, delta: object = None, q: object = None,
+def _subsample(*, epsilon: object = None, delta: object = None, q: object = None,
               amplified_epsilon: object = None, amplified_delta: object = None,
               sample_size: object = None, population_size: object = None,
               sampling: str = "poisson", relation: str = "add-remove",
@@ -151,3 +151,22 @@ def _show(x: Number) -> str:
 
     return shorten(x, 6, "upper")
 
+
+def subsample(*, fpr: object = None, tpr: object = None, **kwargs) -> Result:
+    """Amplification by subsampling [BBG18]: the mechanism run on a q-sample (see ``_subsample``).
+
+    ``fpr`` (value or list, in (0, 1)) adds ``extra["risk"]``: the TPR bound at each FPR from
+    the reported (ε, δ) point only (no profile of the mechanism is known here; the note says
+    so) [KOV15, Thm 2.1]. A ``tpr`` target is not available for this command.
+    """
+    from dpcalc.api import _risk
+
+    fprs = _risk.parse_fprs(fpr)
+    if tpr is not None:
+        raise UsageError("--tpr is not available for subsample: only an (ε, δ) point is known "
+                         "here; set a TPR target on gaussian, laplace or dpsgd")
+    result = _subsample(**kwargs)
+    if not fprs:
+        return result
+    return _risk.attach(result, _risk.point_block(result.parameters, "amplified_epsilon",
+                                                  "amplified_delta", fprs))

@@ -12,9 +12,12 @@ from dpcalc.cli.options import (
     METHOD,
     PARAMS,
     Debug,
+    Fpr,
     Json,
     MaxDelta,
     MaxEpsilon,
+    MaxTpr,
+    Tpr,
     Value,
     param,
     solve_for_option,
@@ -71,6 +74,9 @@ def compose(
     value: Value = False,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
+    fpr: Fpr = None,
+    tpr: Tpr = None,
+    max_tpr: MaxTpr = None,
     debug: Debug = False,
 ) -> None:
     """Composition: per-mechanism ε, δ, count k, total ε, total δ — leave one out.
@@ -86,5 +92,6 @@ def compose(
         records = parse_records(_read(source))
     result = solve(epsilon=epsilon, delta=delta, k=k, total_epsilon=total_epsilon,
                    total_delta=total_delta, method=method, delta_slack=delta_slack, group=group,
-                   records=records, solve_for=solve_for)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta)
+                   records=records, solve_for=solve_for, fpr=fpr, tpr=tpr)
+    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+         max_tpr=max_tpr)

@@ -11,9 +11,12 @@ from dpcalc.cli.options import (
     METHOD,
     OUTPUT,
     Debug,
+    Fpr,
     Json,
     MaxDelta,
     MaxEpsilon,
+    MaxTpr,
+    Tpr,
     Value,
     param,
     solve_for_option,
@@ -49,6 +52,9 @@ def dpsgd(
     value: Value = False,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
+    fpr: Fpr = None,
+    tpr: Tpr = None,
+    max_tpr: MaxTpr = None,
     debug: Debug = False,
 ) -> None:
     """DP-SGD: q, σ, epochs (or steps), ε, δ — leave one out.
@@ -61,5 +67,7 @@ def dpsgd(
         result = solve(q=q, batch_size=batch_size, dataset_size=dataset_size, sigma=sigma,
                        epochs=epochs, steps=steps, epsilon=epsilon, delta=delta,
                        accountant=accountant, tolerance=1e-3 if tolerance is None else tolerance,
-                       curve=curve, solve_for=solve_for, compare=not value)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta)
+                       curve=curve, solve_for=solve_for, fpr=fpr, tpr=tpr,
+                       compare=not value)
+    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+         max_tpr=max_tpr)

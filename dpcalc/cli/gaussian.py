@@ -10,9 +10,12 @@ from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     Debug,
+    Fpr,
     Json,
     MaxDelta,
     MaxEpsilon,
+    MaxTpr,
+    Tpr,
     Value,
     param,
     solve_for_option,
@@ -41,6 +44,9 @@ def gaussian(
     value: Value = False,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
+    fpr: Fpr = None,
+    tpr: Tpr = None,
+    max_tpr: MaxTpr = None,
     debug: Debug = False,
 ) -> None:
     """Gaussian mechanism: σ, ε, δ — leave one out.
@@ -52,5 +58,6 @@ def gaussian(
 
     result = solve(sigma=sigma, epsilon=epsilon, delta=delta,
                    sensitivity=1.0 if sensitivity is None else sensitivity, method=method,
-                   solve_for=solve_for)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta)
+                   solve_for=solve_for, fpr=fpr, tpr=tpr)
+    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+         max_tpr=max_tpr)

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from dpcalc.cli import app
-from dpcalc.cli.options import Debug, Json, MaxDelta, MaxEpsilon, Value, param, solve_for_option
+from dpcalc.cli.options import (
+    Debug,
+    Fpr,
+    Json,
+    MaxDelta,
+    MaxEpsilon,
+    MaxTpr,
+    Tpr,
+    Value,
+    param,
+    solve_for_option,
+)
 from dpcalc.cli.output import emit
 
 # the names --solve-for accepts (dpcalc.api.laplace checks them; tests/test_cli_robust.py
@@ -22,6 +33,9 @@ def laplace(
     value: Value = False,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
+    fpr: Fpr = None,
+    tpr: Tpr = None,
+    max_tpr: MaxTpr = None,
     debug: Debug = False,
 ) -> None:
     """Laplace mechanism: scale b, ε, δ — leave one out (δ defaults to 0).
@@ -32,5 +46,7 @@ def laplace(
     from dpcalc.api.laplace import laplace as solve
 
     result = solve(scale=scale, epsilon=epsilon, delta=delta,
-                   sensitivity=1.0 if sensitivity is None else sensitivity, solve_for=solve_for)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta)
+                   sensitivity=1.0 if sensitivity is None else sensitivity, solve_for=solve_for,
+                   fpr=fpr, tpr=tpr)
+    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+         max_tpr=max_tpr)

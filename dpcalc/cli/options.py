@@ -41,3 +41,14 @@ def solve_for_option(names: tuple[str, ...]):
         "--solve-for", help="Name the parameter to solve for (optional: by default the one left "
                             f"out): {' | '.join(names)}.", rich_help_panel=PARAMS,
         metavar="NAME", show_default=False)]
+
+RISK = "Attack risk"
+Fpr = Annotated[list[str] | None, typer.Option(
+    "--fpr", help="Also bound the TPR of any membership-inference test at this FPR, in (0, 1) "
+    "(repeatable).", rich_help_panel=RISK, metavar="NUM", show_default=False)]
+Tpr = Annotated[str | None, typer.Option(
+    "--tpr", help="A TPR target at --fpr, in place of --epsilon/--delta: solve the noise (or "
+    "count, rate) left out so that no test exceeds it.", rich_help_panel=RISK, metavar="NUM")]
+MaxTpr = Annotated[str | None, typer.Option(
+    "--max-tpr", help="Exit 1 when the TPR bound at --fpr exceeds this.",
+    rich_help_panel=GATES, metavar="NUM")]

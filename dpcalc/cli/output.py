@@ -10,7 +10,7 @@ from dpcalc.result import Result
 
 
 def emit(result: Result, *, json: bool, value: bool, max_epsilon: str | None = None,
-         max_delta: str | None = None) -> None:
+         max_delta: str | None = None, max_tpr: str | None = None) -> None:
     """Write ``result`` to stdout in the requested mode, then check the gates."""
     from dpcalc.api import check_gates
 
@@ -22,6 +22,12 @@ def emit(result: Result, *, json: bool, value: bool, max_epsilon: str | None = N
             check_gates(result, max_epsilon, max_delta)
         except GateError:  # a failing gate is reported after the output
             pass
+    tpr_limit = None
+    if max_tpr is not None:
+        from dpcalc.api._risk import check_max_tpr
+
+        tpr_limit = check_max_tpr(max_tpr, [r["fpr"] for r in
+                                            result.extra.get("risk", {}).get("tpr", [])])
     if json:
         from dpcalc.render import jsonout
 
@@ -36,6 +42,10 @@ def emit(result: Result, *, json: bool, value: bool, max_epsilon: str | None = N
         human.render(result, human.make_console())
     sys.stdout.flush()
     check_gates(result, max_epsilon, max_delta)
+    if tpr_limit is not None:
+        from dpcalc.api._risk import tpr_gate
+
+        tpr_gate(result, tpr_limit)
 
 
 class busy:  # noqa: N801 - used as a context manager, reads like a function

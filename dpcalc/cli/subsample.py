@@ -10,9 +10,12 @@ from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     Debug,
+    Fpr,
     Json,
     MaxDelta,
     MaxEpsilon,
+    MaxTpr,
+    Tpr,
     Value,
     param,
     solve_for_option,
@@ -45,6 +48,9 @@ def subsample(
     value: Value = False,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
+    fpr: Fpr = None,
+    tpr: Tpr = None,
+    max_tpr: MaxTpr = None,
     debug: Debug = False,
 ) -> None:
     """Amplification by subsampling: ε, δ, q, amplified ε, amplified δ — leave one out.
@@ -57,5 +63,6 @@ def subsample(
     result = solve(epsilon=epsilon, delta=delta, q=q, amplified_epsilon=amplified_epsilon,
                    amplified_delta=amplified_delta, sample_size=sample_size,
                    population_size=population_size, sampling=sampling, relation=relation,
-                   solve_for=solve_for)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta)
+                   solve_for=solve_for, fpr=fpr, tpr=tpr)
+    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+         max_tpr=max_tpr)

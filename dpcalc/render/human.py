@@ -97,6 +97,49 @@ def render(result: Result, console) -> None:
         _orders_table(result, console)
     if "curve" in result.extra:
         _curve(result, console)
+    if "risk" in result.extra:
+        _risk_table(result.extra["risk"], console)
+
+
+def _pct(x, direction: str) -> str:
+    """A probability as a percentage, shortened outward (Decimal: ×100 is exact)."""
+    return shorten(Decimal(x) * 100, 3, direction) + " %"
+
+
+def _risk_table(risk: dict, console) -> None:
+    """FPR → certified TPR bound (and lower end), beside the single (ε, δ) point's bound."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_edge=False, box=None, padding=(0, 2))
+    table.add_column("FPR", justify="right")
+    table.add_column("TPR ≤", justify="right")
+    bracket = risk.get("basis") == "pld"
+    if bracket:
+        table.add_column("(bracket low)", justify="right")
+    point = "single_point" in (risk["tpr"][0] if risk["tpr"] else {})
+    if point:
+        table.add_column("from (ε, δ) alone", justify="right")
+    for row in risk["tpr"]:
+        cells = [f"{float(row['fpr']) * 100:g} %", _pct(row["upper"], "upper")]
+        if bracket:
+            cells.append(_pct(row["lower"], "lower"))
+        if point:
+            cells.append(_pct(row["single_point"], "upper"))
+        table.add_row(*cells)
+    adv = risk["advantage"]
+    console.print()
+    console.print(Text("attack risk (membership inference)", style="bold"))
+    console.print(table)
+    console.print(f"largest advantage TPR − FPR ≤ {_pct(adv['upper'], 'upper')}")
+    if "gdp_mu_estimate" in risk:
+        console.print(Text(f"closest Gaussian-DP curve: μ ≈ {risk['gdp_mu_estimate']:.4g} "
+                           "(an estimate, neither an upper nor a lower bound)", style="dim"))
+    first = risk["tpr"][0] if risk["tpr"] else None
+    if first is not None:
+        console.print(Text(f"No membership-inference attack can exceed TPR "
+                           f"{_pct(first['upper'], 'upper')} at FPR "
+                           f"{float(first['fpr']) * 100:g} %.", style="bold"))
 
 
 def _orders_table(result: Result, console, rows: int = 12) -> None:

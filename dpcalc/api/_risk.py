@@ -1,0 +1,154 @@
+"""Attack risk for every command: ``--fpr`` read-outs, the ``--max-tpr`` gate, and the
+predicates the TPR-target solves use (``--tpr T --fpr A``).
+
+JSON (contract, "Attack risk"): ``"risk": {"advantage": {"lower", "upper"}, "tpr": [{"fpr",
+"lower", "upper", "single_point"}], "basis": ..., "note": ...}``; ``single_point`` is the bound
+the one reported (ε, δ) point gives, for comparison.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+
+from dpcalc.errors import GateError, UsageError
+from dpcalc.params import Param
+from dpcalc.result import Result
+
+FPR = Param("fpr", 0.0, 1.0, True, True, "smaller", symbol="FPR")
+TPR = Param("tpr", 0.0, 1.0, True, True, "smaller", symbol="TPR")
+MAX_TPR = Param("max_tpr", 0.0, 1.0, False, False, "larger", symbol="TPR gate")
+
+POINT_NOTE = ("attack risk from the single (ε, δ) point only (Kairouz, Oh & Viswanath 2015): "
+              "dpcalc has no privacy profile of this mechanism, so the true risk may be lower")
+
+
+def parse_fprs(fpr: object) -> tuple[float, ...]:
+    """The ``--fpr`` values (none, one, or a list), each in (0, 1)."""
+    if fpr is None:
+        return ()
+    items = list(fpr) if isinstance(fpr, list | tuple) else [fpr]
+    return tuple(float(FPR.parse(a)) for a in items)
+
+
+def parse_target(tpr: object, fprs: Sequence[float], given: dict[str, object]) -> float | None:
+    """The ``--tpr`` target, checked against what else was given (None when absent).
+
+    Raises:
+        UsageError: --tpr without exactly one --fpr, or with --epsilon/--delta.
+    """
+    if tpr is None:
+        return None
+    target = float(TPR.parse(tpr))
+    if len(fprs) != 1:
+        raise UsageError(f"--tpr needs exactly one --fpr (the FPR the target applies to); "
+                         f"got {len(fprs)}")
+    clash = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None]
+    if clash:
+        raise UsageError(f"--tpr replaces {' and '.join(given_opts(given))}: "
+                         f"{', '.join(clash)} conflicts with it")
+    if target <= fprs[0]:
+        from dpcalc.errors import InfeasibleError
+
+        raise InfeasibleError(f"--tpr {target:g} is not above --fpr {fprs[0]:g}: every "
+                              "mechanism allows the coin-flip test TPR = FPR (no noise meets it)")
+    return target
+
+
+def given_opts(given: dict[str, object]) -> list[str]:
+    return [f"--{k.replace('_', '-')}" for k in given]
+
+
+def check_max_tpr(max_tpr: object, fprs: Sequence[float]) -> float | None:
+    """Validate ``--max-tpr`` before anything is printed (None when absent)."""
+    if max_tpr is None:
+        return None
+    limit = float(MAX_TPR.parse(max_tpr))
+    if not fprs:
+        raise UsageError("--max-tpr needs --fpr A (the FPR at which the TPR bound is gated)")
+    return limit
+
+
+def tpr_gate(result: Result, limit: float | None) -> None:
+    """Raise GateError (exit 1) when a TPR upper bound in ``result`` exceeds ``limit``."""
+    if limit is None:
+        return
+    for row in result.extra.get("risk", {}).get("tpr", []):
+        if Decimal(row["upper"]) > Decimal(limit):
+            from dpcalc.numeric.display import shorten
+
+            raise GateError(f"--max-tpr {limit:g} failed: the TPR bound at FPR {row['fpr']:g} "
+                            f"is {shorten(row['upper'], 6, 'upper')}, above it")
+
+
+def _block(basis: str, fprs, tpr: Callable[[float], tuple[float, float]],
+           advantage: tuple[float, float], point: tuple | None, note: str = "") -> dict:
+    from dpcalc.relations import risk as rel
+
+    rows = []
+    for a in fprs:
+        lo, hi = tpr(a)
+        row = {"fpr": a, "lower": lo, "upper": hi}
+        if point is not None:
+            row["single_point"] = rel.point_tpr(point[0], point[1], a)[1]
+        rows.append(row)
+    out = {"basis": basis, "advantage": {"lower": advantage[0], "upper": advantage[1]},
+           "tpr": rows}
+    if point is not None:
+        out["point"] = {"epsilon": point[0], "delta": point[1]}
+    if note:
+        out["note"] = note
+    return out
+
+
+def attach(result: Result, block: dict | None) -> Result:
+    """``result`` with ``"risk"`` in its extra (and the block's note among its notes)."""
+    if block is None:
+        return result
+    notes = result.notes + ((block["note"],) if block.get("note") else ())
+    return dataclasses.replace(result, extra={**result.extra, "risk": block}, notes=notes)
+
+
+def _point_of(parameters: dict, eps_key: str, delta_key: str) -> tuple | None:
+    eps, delta = parameters.get(eps_key), parameters.get(delta_key)
+    if eps is None or delta is None:
+        return None
+    return (eps, delta)
+
+
+def exact_block(kind: str, sensitivity: float, noise: float, fprs,
+                point: tuple | None) -> dict:
+    """Risk of the Gaussian (μ = Δ/σ) or Laplace (μ = Δ/b) mechanism, exact.
+
+    μ is rounded up for the upper bounds and down for the lower ones (TPR grows with μ).
+    """
+    mu = sensitivity / noise
+    from dpcalc.relations import risk as rel
+
+    tpr_fn = rel.gaussian_tpr if kind == "gaussian" else rel.laplace_tpr
+    adv_fn = rel.gaussian_advantage if kind == "gaussian" else rel.laplace_advantage
+    mu_lo, mu_hi = math.nextafter(mu, 0.0), math.nextafter(mu, math.inf)
+
+    def tpr(a):
+        return tpr_fn(mu_lo, a)[0], tpr_fn(mu_hi, a)[1]
+
+    adv = adv_fn(mu_lo)[0], adv_fn(mu_hi)[1]
+    return _block("exact", fprs, tpr, adv, point)
+
+
+def point_block(parameters: dict, eps_key: str, delta_key: str, fprs) -> dict | None:
+    """Risk from the one (ε, δ) point a composition or subsampling result reports."""
+    from dpcalc.relations import risk as rel
+
+    point = _point_of(parameters, eps_key, delta_key)
+    if point is None:
+        return None
+    return _block("point", fprs, lambda a: rel.point_tpr(point[0], point[1], a),
+                  rel.point_advantage(*point), point, POINT_NOTE)
+
+
+def mu_up(sensitivity: float, noise: float) -> float:
+    """Δ/noise rounded up (TPR grows with μ)."""
+    return math.nextafter(sensitivity / noise, math.inf)
