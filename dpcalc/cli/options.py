@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from dpcalc.cli.output import validate_gate
+
 PARAMS = "Parameters (leave one out)"
 METHOD = "Method"
 OUTPUT = "Output"
@@ -27,10 +29,10 @@ Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks (for bug r
                                      rich_help_panel=OUTPUT, hidden=True)]
 MaxEpsilon = Annotated[str | None, typer.Option(
     "--max-epsilon", help="Exit 1 when the solved ε exceeds this.", rich_help_panel=GATES,
-    metavar="NUM")]
+    metavar="NUM", callback=validate_gate("max_epsilon"))]
 MaxDelta = Annotated[str | None, typer.Option(
     "--max-delta", help="Exit 1 when the solved (or reported) δ exceeds this.",
-    rich_help_panel=GATES, metavar="NUM")]
+    rich_help_panel=GATES, metavar="NUM", callback=validate_gate("max_delta"))]
 SolveFor = Annotated[str | None, typer.Option(
     "--solve-for", help="Name the parameter to solve for (optional; the one left out).",
     rich_help_panel=PARAMS, metavar="NAME")]
