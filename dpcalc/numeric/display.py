@@ -88,6 +88,26 @@ def outward(x: Number | int, digits: int, direction: str) -> str:
     return shorten(x, digits, direction)
 
 
+def displayed(text: str) -> Decimal:
+    """The number an ``outward`` text stands for: ``1 (+2.3e-16)`` is 1 + 2.3e-16."""
+    head, _, tail = text.partition(" (")
+    value = Decimal(head)
+    if tail:
+        value += Decimal(tail.rstrip(")").replace("+", ""))
+    return value
+
+
+def outward_at_most(x: Number | int, limit: Number | int, digits: int) -> str:
+    """``outward(x, ..., "upper")`` with as many more digits as it takes to show a value that
+    is at most ``limit`` (for x <= limit: a passed gate never looks failed)."""
+    text = outward(x, digits, "upper")
+    for more in range(digits + 1, 40):
+        if displayed(text) <= Decimal(limit):
+            break
+        text = outward(x, more, "upper")
+    return text
+
+
 def as_input(x: Number | int) -> str:
     """An input value shown as given (shortest exact text, no rounding)."""
     if isinstance(x, Decimal):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import IO
 
-from dpcalc.numeric.display import as_input, json_token, outward
+from dpcalc.numeric.display import as_input, outward, outward_at_most
 from dpcalc.result import PROBABILITY_KEYS, Result
 
 DIGITS = 5
@@ -124,12 +124,16 @@ def gate_text(result: Result, gate) -> str:
     """e.g. ``gate --max-epsilon 1: passed (ε ≤ 0.30711 ≤ 1)``."""
     option = "--" + gate.name.replace("_", "-")
     label = _label(result, gate.key)
-    limit = json_token(gate.limit)
-    if gate.key == result.solved_for or gate.key in result.derived:
-        shown = f"{label} ≤ {outward(gate.value, DIGITS + 1, 'upper')}"
-    else:
+    limit = as_input(gate.limit)
+    computed = gate.key == result.solved_for or gate.key in result.derived
+    if not computed:
         shown = f"{label} = {as_input(gate.value)}"
-    verdict = f"passed ({shown} ≤ {limit})" if gate.passed else f"FAILED ({shown} > {limit})"
+    elif gate.passed:  # digits enough that the bound shown is within the limit too
+        shown = f"{label} ≤ {outward_at_most(gate.value, gate.limit, DIGITS)}"
+    else:
+        shown = f"{label} ≤ {outward(gate.value, DIGITS, 'upper')}"
+    verdict = f"passed ({shown} ≤ {limit})" if gate.passed else \
+        f"FAILED ({shown}, above {limit})"
     return f"gate {option} {limit}: {verdict}"
 
 
@@ -173,8 +177,8 @@ def render(result: Result, console) -> None:
 
 
 def _comparison(result: Result, console) -> None:
-    """One row per method; the reference column is dropped when it does not fit the width
-    (each row's reference is in --json, the method's own in the title)."""
+    """One row per method; when the width is short, the reference column is dropped (each
+    row's reference is in --json, the method's own in the title), then the ratio column."""
     from rich.cells import cell_len
     from rich.table import Table
 
@@ -192,15 +196,19 @@ def _comparison(result: Result, console) -> None:
         rows.append((method, shown, ratio, row.reference))
     headers = ("method", _label(result, key), f"vs {result.method}", "reference")
     widths = [max(cell_len(h), *(cell_len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    with_reference = sum(widths) + 2 * 3 <= console.width
+    # narrow: drop the reference column, then the ratio; a value is never cut
+    columns = 4
+    while columns > 2 and sum(widths[:columns]) + 2 * (columns - 1) >= console.width:
+        columns -= 1
     table = Table(title=None, show_edge=False, pad_edge=False, box=None, padding=(0, 2))
-    table.add_column("method", no_wrap=True)
-    table.add_column(headers[1], justify="right", no_wrap=True)
-    table.add_column(headers[2], justify="right", no_wrap=True)
-    if with_reference:
+    table.add_column("method", overflow="fold")  # the only column that may fold
+    table.add_column(headers[1], justify="right", no_wrap=True, min_width=widths[1])
+    if columns > 2:
+        table.add_column(headers[2], justify="right", no_wrap=True, min_width=widths[2])
+    if columns > 3:
         table.add_column("reference", no_wrap=True)
     for i, r in enumerate(rows):
-        table.add_row(*(r if with_reference else r[:3]), style="bold" if i == 0 else None)
+        table.add_row(*r[:columns], style="bold" if i == 0 else None)
     console.print()
     console.print(table)
     for i, note in enumerate(footnotes, 1):
