@@ -127,3 +127,15 @@ def test_units_keep_relations_whole():
     pieces = units("note: steps = ⌈epochs/q⌉ = 235 and δ ≤ 2e-7 (+4.6e-21) here")
     assert pieces == ["note:", "steps = ⌈epochs/q⌉ = 235", "and", "δ ≤ 2e-7 (+4.6e-21)", "here"]
     assert wrap(["a" * 50, "δ = 1e-05"], 40) == "a" * 50 + "\nδ = 1e-05"
+
+
+def test_orders_without_a_finite_bound_say_so():
+    result = Result(
+        command="rdp", solved_for="delta", value=1.0,
+        parameters={"sigma": 1e-300, "q": 0.5, "steps": 10, "epsilon": 0.2, "delta": 1.0},
+        method="improved", direction="upper",
+        extra={"alpha": 2.0, "orders": [{"alpha": 1.5, "rdp": None, "epsilon": None},
+                                        {"alpha": 2.0, "rdp": None, "epsilon": None}]})
+    text = show(result, 80)
+    assert "no bound" in text
+    assert "inf" not in text.lower()

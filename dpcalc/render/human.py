@@ -229,13 +229,17 @@ def _orders_table(result: Result, console, rows: int = 12) -> None:
     table.add_column("")
     for o in orders[start:start + rows]:
         mark = "← best" if o["alpha"] == best else ""
-        table.add_row(f"{o['alpha']:g}", "inf" if o["rdp"] is None else outward(o["rdp"], 5,
-                      "upper"), "inf" if o["epsilon"] is None else outward(o["epsilon"], 5,
-                      "upper"), mark, style="bold" if mark else None)
+        # an order whose RDP is not finite gives no guarantee: say so, never print "inf"
+        table.add_row(f"{o['alpha']:g}", _order_cell(o["rdp"]), _order_cell(o["epsilon"]),
+                      mark, style="bold" if mark else None)
     console.print()
     console.print(table)
     if len(orders) > rows:
         console.print(f"({len(orders)} orders in all; --json lists every one)", style="dim")
+
+
+def _order_cell(x) -> str:
+    return "no bound" if x is None else outward(x, 5, "upper")
 
 
 def _curve(result: Result, console) -> None:
