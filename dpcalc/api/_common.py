@@ -9,7 +9,7 @@ from dpcalc.errors import GateError, UsageError
 from dpcalc.numeric.directed import Number
 from dpcalc.numeric.display import as_input, json_token, shorten
 from dpcalc.params import MAX_DELTA, MAX_EPSILON, Param
-from dpcalc.result import Result
+from dpcalc.result import Gate, Result
 
 
 def _options(params: Iterable[Param]) -> str:
@@ -98,26 +98,43 @@ EPSILON_KEYS = ("epsilon", "total_epsilon", "amplified_epsilon")
 DELTA_KEYS = ("delta", "total_delta", "amplified_delta")
 
 
-def check_gates(result: Result, max_epsilon: object = None, max_delta: object = None) -> None:
-    """Raise GateError when a solved ε (or δ) exceeds its gate.
+def parse_gate(name: str, raw: object) -> Number:
+    """Validate a gate's limit (``max_epsilon``, ``max_delta``) on its own, before any
+    computation: a bad gate is exit 2 at once, not after the accounting.
+
+    Raises:
+        DomainError: the limit is not a number in the gate's range.
+    """
+    if name == "max_tpr":
+        from dpcalc.api._risk import MAX_TPR
+
+        return MAX_TPR.parse(raw)
+    return {"max_epsilon": MAX_EPSILON, "max_delta": MAX_DELTA}[name].parse(raw)
+
+
+def evaluate_gates(result: Result, max_epsilon: object = None, max_delta: object = None,
+                   max_tpr: object = None) -> tuple[Gate, ...]:
+    """Every requested gate with its verdict (none raises for failing).
 
     ``--max-epsilon`` applies to a solved ε-like value (ε, total ε, amplified ε);
     ``--max-delta`` to a solved δ-like value, or to the δ that goes with a solved ε
-    (δ beside ε, total δ beside total ε, amplified δ beside amplified ε).
+    (δ beside ε, total δ beside total ε, amplified δ beside amplified ε);
+    ``--max-tpr`` to the TPR upper bound at each ``--fpr`` (one gate per FPR).
 
     Raises:
-        UsageError: the gate does not apply to what was solved.
-        GateError: the gate failed (exit 1).
+        DomainError: a limit out of range. UsageError: the gate does not apply to what was
+        solved.
     """
     solved = result.solved_for
+    gates: list[Gate] = []
     if max_epsilon is not None:
-        limit = MAX_EPSILON.parse(max_epsilon)
+        limit = parse_gate("max_epsilon", max_epsilon)
         if solved not in EPSILON_KEYS:
             raise UsageError(f"--max-epsilon applies only when an ε is solved; this run solved "
                              f"{solved}")
-        _gate(result, solved, limit, "--max-epsilon")
+        gates.append(_gate(result, "max_epsilon", solved, limit))
     if max_delta is not None:
-        limit = MAX_DELTA.parse(max_delta)
+        limit = parse_gate("max_delta", max_delta)
         if solved in DELTA_KEYS:
             key = solved
         elif solved in EPSILON_KEYS and solved.replace("epsilon", "delta") in result.parameters:
@@ -125,12 +142,44 @@ def check_gates(result: Result, max_epsilon: object = None, max_delta: object = 
         else:
             raise UsageError(f"--max-delta applies only when a δ is solved or goes with a solved "
                              f"ε; this run solved {solved}")
-        _gate(result, key, limit, "--max-delta")
+        gates.append(_gate(result, "max_delta", key, limit))
+    if max_tpr is not None:
+        limit = parse_gate("max_tpr", max_tpr)
+        rows = result.extra.get("risk", {}).get("tpr", [])
+        if not rows:
+            raise UsageError("--max-tpr needs --fpr A (the FPR at which the TPR bound is gated)")
+        for row in rows:
+            got = row["upper"]
+            gates.append(Gate(name="max_tpr", key=f"tpr[fpr={row['fpr']}]", limit=limit,
+                              value=got, passed=Decimal(got) <= Decimal(limit)))
+    return tuple(gates)
 
 
-def _gate(result: Result, key: str, limit: Number, option: str) -> None:
+def check_gates(result: Result, max_epsilon: object = None, max_delta: object = None) -> None:
+    """Raise GateError when a solved ε (or δ) exceeds its gate (see ``evaluate_gates``).
+
+    Raises:
+        UsageError: the gate does not apply to what was solved.
+        GateError: the gate failed (exit 1).
+    """
+    raise_failed(result, evaluate_gates(result, max_epsilon, max_delta))
+
+
+def raise_failed(result: Result, gates: Sequence[Gate]) -> None:
+    """Raise GateError for the first failed gate, naming the limit and the value."""
+    for gate in gates:
+        if gate.passed:
+            continue
+        option = "--" + gate.name.replace("_", "-")
+        # a computed value is shown rounded up; a value the user gave is shown as given
+        computed = (gate.key == result.solved_for or gate.key in result.derived
+                    or gate.name == "max_tpr")
+        shown = shorten(gate.value, 6, "upper") if computed else as_input(gate.value)
+        raise GateError(f"{option} {json_token(gate.limit)} failed: {gate.key} = {shown} "
+                        "exceeds it")
+
+
+def _gate(result: Result, name: str, key: str, limit: Number) -> Gate:
     got = result.parameters[key]
-    if Decimal(got) > Decimal(limit):  # exact comparison (Decimal(float) is exact)
-        # a solved value is shown rounded up; a value the user gave is shown as given
-        shown = shorten(got, 6, "upper") if key == result.solved_for else as_input(got)
-        raise GateError(f"{option} {json_token(limit)} failed: {key} = {shown} exceeds it")
+    passed = Decimal(got) <= Decimal(limit)  # exact comparison (Decimal(float) is exact)
+    return Gate(name=name, key=key, limit=limit, value=got, passed=passed)

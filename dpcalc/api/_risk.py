@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from decimal import Decimal
 
-from dpcalc.errors import GateError, UsageError
+from dpcalc.errors import UsageError
 from dpcalc.params import Param
 from dpcalc.result import Result
 
@@ -59,28 +58,6 @@ def parse_target(tpr: object, fprs: Sequence[float], given: dict[str, object]) -
 
 def given_opts(given: dict[str, object]) -> list[str]:
     return [f"--{k.replace('_', '-')}" for k in given]
-
-
-def check_max_tpr(max_tpr: object, fprs: Sequence[float]) -> float | None:
-    """Validate ``--max-tpr`` before anything is printed (None when absent)."""
-    if max_tpr is None:
-        return None
-    limit = float(MAX_TPR.parse(max_tpr))
-    if not fprs:
-        raise UsageError("--max-tpr needs --fpr A (the FPR at which the TPR bound is gated)")
-    return limit
-
-
-def tpr_gate(result: Result, limit: float | None) -> None:
-    """Raise GateError (exit 1) when a TPR upper bound in ``result`` exceeds ``limit``."""
-    if limit is None:
-        return
-    for row in result.extra.get("risk", {}).get("tpr", []):
-        if Decimal(row["upper"]) > Decimal(limit):
-            from dpcalc.numeric.display import shorten
-
-            raise GateError(f"--max-tpr {limit:g} failed: the TPR bound at FPR {row['fpr']:g} "
-                            f"is {shorten(row['upper'], 6, 'upper')}, above it")
 
 
 def _block(basis: str, fprs, tpr: Callable[[float], tuple[float, float]],

@@ -158,11 +158,13 @@ def _compose(*, epsilon: object = None, delta: object = None, k: object = None,
         unknown = TOTAL_EPSILON
         value: Number | int = total
         comparison: tuple[Comparison, ...] = ()
+        derived: tuple[str, ...] = ("total_delta",)
     else:
         values, unknown = leave_one_out(given, params, defaults=defaults, solve_for=solve_for)
         value = _solve(method, unknown.name, values, log_slack, group_size)
         comparison = tuple(_compare(method, unknown.name, values, group_size))
         values[unknown.name] = value
+        derived = ()
     parameters = {n: values[n] for n in ("epsilon", "delta", "k", "total_epsilon",
                                           "total_delta")}
     extra: dict = {}
@@ -178,7 +180,8 @@ def _compose(*, epsilon: object = None, delta: object = None, k: object = None,
     return Result(
         command="compose", solved_for=unknown.name, value=value, parameters=parameters,
         method=method, direction=direction, reference=REFS[_REF[method]].short,
-        comparison=comparison, notes=tuple(notes), extra=extra, symbols=_SYMBOLS)
+        comparison=comparison, notes=tuple(notes), extra=extra, symbols=_SYMBOLS,
+        derived=derived)
 
 
 def _solve(method: str, unknown: str, values: dict, log_slack: float | None,

@@ -145,7 +145,7 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
                              sigma=sigma, epochs=epochs, steps=steps, tolerance=tolerance,
                              solve_for=solve_for, target=target, alpha=fprs[0])
     tol = TOLERANCE.parse(tolerance)
-    from dpcalc.api.subsample import resolve_rate
+    from dpcalc.api.subsample import rate_text, resolve_rate
 
     q = resolve_rate(q, batch_size, dataset_size, "--batch-size", "--dataset-size")
     if epochs is not None and steps is not None:
@@ -201,7 +201,9 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         command="dpsgd", solved_for=unknown.name, value=value, parameters=parameters,
         method=method, direction=direction, reference=REFS[_REF[method]].short,
         bounds=Bounds(*bounds) if bounds is not None else None,
-        comparison=tuple(comparison), notes=tuple(notes), extra=extra, symbols=_SYMBOLS)
+        comparison=tuple(comparison), notes=tuple(notes), extra=extra, symbols=_SYMBOLS,
+        derived=("steps",) if count is EPOCHS else ("epochs",),
+        given=rate_text(batch_size, dataset_size))
     if not fprs:
         return result
     from dpcalc.api._risk_dpsgd import risk_of

@@ -55,6 +55,13 @@ def resolve_rate(q: object, size: object, total: object, size_option: str,
     return rate
 
 
+def rate_text(size: object, total: object) -> dict[str, str]:
+    """How to show a q the user gave as m/n: as given, ``{"q": "256/60000"}``."""
+    if size is None or total is None:
+        return {}
+    return {"q": f"{str(size).strip()}/{str(total).strip()}"}
+
+
 def _subsample(*, epsilon: object = None, delta: object = None, q: object = None,
               amplified_epsilon: object = None, amplified_delta: object = None,
               sample_size: object = None, population_size: object = None,
@@ -143,7 +150,9 @@ def _subsample(*, epsilon: object = None, delta: object = None, q: object = None
     return Result(
         command="subsample", solved_for=name, value=value, parameters=parameters,
         method=sampling, direction=direction, reference=REFS["BBG18"].short,
-        extra={"sampling": sampling, "relation": relation}, symbols=_SYMBOLS)
+        extra={"sampling": sampling, "relation": relation}, symbols=_SYMBOLS,
+        derived=("amplified_delta",) if derived_delta else (),
+        given=rate_text(sample_size, population_size))
 
 
 def _show(x: Number) -> str:

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from dpcalc.cli.output import validate_gate
+
 PARAMS = "Parameters (leave one out)"
 METHOD = "Method"
 OUTPUT = "Output"
@@ -29,10 +31,10 @@ Debug = Annotated[bool, typer.Option(
     rich_help_panel=OUTPUT)]
 MaxEpsilon = Annotated[str | None, typer.Option(
     "--max-epsilon", help="Exit 1 when the solved ε exceeds this.", rich_help_panel=GATES,
-    metavar="NUM")]
+    metavar="NUM", callback=validate_gate("max_epsilon"))]
 MaxDelta = Annotated[str | None, typer.Option(
     "--max-delta", help="Exit 1 when the solved (or reported) δ exceeds this.",
-    rich_help_panel=GATES, metavar="NUM")]
+    rich_help_panel=GATES, metavar="NUM", callback=validate_gate("max_delta"))]
 
 
 def solve_for_option(names: tuple[str, ...]):
@@ -51,4 +53,4 @@ Tpr = Annotated[str | None, typer.Option(
     "count, rate) left out so that no test exceeds it.", rich_help_panel=RISK, metavar="NUM")]
 MaxTpr = Annotated[str | None, typer.Option(
     "--max-tpr", help="Exit 1 when the TPR bound at --fpr exceeds this.",
-    rich_help_panel=GATES, metavar="NUM")]
+    rich_help_panel=GATES, metavar="NUM", callback=validate_gate("max_tpr"))]

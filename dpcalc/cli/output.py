@@ -5,29 +5,21 @@ from __future__ import annotations
 
 import sys
 
-from dpcalc.errors import GateError, UsageError
+from dpcalc.errors import UsageError
 from dpcalc.result import Result
 
 
 def emit(result: Result, *, json: bool, value: bool, max_epsilon: str | None = None,
          max_delta: str | None = None, max_tpr: str | None = None) -> None:
-    """Write ``result`` to stdout in the requested mode, then check the gates."""
-    from dpcalc.api import check_gates
+    """Write ``result`` to stdout in the requested mode, with its gates recorded; then exit 1
+    (GateError) if a gate failed, so a failed gate still shows what was solved."""
+    from dpcalc.api._common import evaluate_gates, raise_failed
 
     if json and value:
         raise UsageError("--json and --value conflict; give one of them")
-    # validate the gates before printing anything, so bad gate input leaves stdout empty
-    if max_epsilon is not None or max_delta is not None:
-        try:
-            check_gates(result, max_epsilon, max_delta)
-        except GateError:  # a failing gate is reported after the output
-            pass
-    tpr_limit = None
-    if max_tpr is not None:
-        from dpcalc.api._risk import check_max_tpr
-
-        tpr_limit = check_max_tpr(max_tpr, [r["fpr"] for r in
-                                            result.extra.get("risk", {}).get("tpr", [])])
+    # a gate that does not apply is bad input: found before anything is printed
+    gates = evaluate_gates(result, max_epsilon, max_delta, max_tpr)
+    result = result.with_gates(gates)
     if json:
         from dpcalc.render import jsonout
 
@@ -41,11 +33,21 @@ def emit(result: Result, *, json: bool, value: bool, max_epsilon: str | None = N
 
         human.render(result, human.make_console())
     sys.stdout.flush()
-    check_gates(result, max_epsilon, max_delta)
-    if tpr_limit is not None:
-        from dpcalc.api._risk import tpr_gate
+    raise_failed(result, gates)
 
-        tpr_gate(result, tpr_limit)
+
+def validate_gate(name: str):
+    """A typer option callback: check a gate's limit while the options are parsed, before
+    any computation (a bad ``--max-epsilon abc`` is exit 2 at once)."""
+
+    def callback(raw: str | None) -> str | None:
+        if raw is not None:
+            from dpcalc.api._common import parse_gate
+
+            parse_gate(name, raw)
+        return raw
+
+    return callback
 
 
 class busy:  # noqa: N801 - used as a context manager, reads like a function

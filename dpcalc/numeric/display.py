@@ -36,11 +36,15 @@ def shorten(x: Number | int, digits: int, direction: str) -> str:
     if isinstance(x, int) and not isinstance(x, bool):
         return str(x)
     exact = x if isinstance(x, Decimal) else Decimal(x)
-    if exact == 0:
-        return "0"
     ctx = Context(prec=digits, rounding=ROUND_CEILING if direction == "upper" else ROUND_FLOOR,
                   Emin=-999999999, Emax=999999999)
-    rounded = ctx.plus(exact)
+    return _text(ctx.plus(exact))
+
+
+def _text(rounded: Decimal) -> str:
+    """Plain notation for moderate magnitudes, exponent form otherwise."""
+    if rounded == 0:
+        return "0"
     adjusted = rounded.adjusted()
     if -5 <= adjusted < 7:
         text = format(rounded, "f")
@@ -51,6 +55,57 @@ def shorten(x: Number | int, digits: int, direction: str) -> str:
     body = "".join(str(d) for d in ds).rstrip("0") or "0"
     mantissa = body[0] + ("." + body[1:] if len(body) > 1 else "")
     return ("-" if sign else "") + f"{mantissa}e{adjusted}"
+
+
+#: How close (relative) a value must be to a short decimal to be shown as that decimal plus
+#: its excess, instead of rounded outward at the last shown digit: 2^-40, far below any digit
+#: shown (5 significant digits) and above the error of log-space arithmetic (exp of a log
+#: of magnitude 700 is off by about 700 ulps, 2^-43 relative).
+NOISE_RELATIVE = Decimal(2) ** -40
+
+
+def outward(x: Number | int, digits: int, direction: str) -> str:
+    """The human display of an output: ``digits`` significant digits, rounded outward.
+
+    Float noise is shown as what it is, never hidden: a double that is a short decimal by its
+    own name (``repr``, the token --json writes) shows as that decimal, and a double within
+    ``NOISE_RELATIVE`` outside a short decimal shows as the decimal plus the excess, itself
+    rounded outward: the 10-fold sum of ε = 0.1, computed rounding up, is 1.0000000000000002,
+    shown as ``1 (+2.3e-16)`` rather than as ``1.0001``, which would suggest a real excess, or
+    as ``1``, which would be below the bound computed. The exact double stays in --json.
+    """
+    if isinstance(x, bool) or not isinstance(x, float) or x == 0:
+        return shorten(x, digits, direction)
+    name = Decimal(repr(x))
+    if len(name.as_tuple().digits) <= digits:
+        return _text(name)
+    inward = "lower" if direction == "upper" else "upper"
+    near = Decimal(shorten(x, digits, inward))
+    excess = abs(Decimal(x) - near)
+    if near != 0 and excess <= NOISE_RELATIVE * abs(Decimal(x)):
+        sign = "+" if direction == "upper" else "-"
+        return f"{_text(near)} ({sign}{shorten(excess, 2, 'upper')})"
+    return shorten(x, digits, direction)
+
+
+def displayed(text: str) -> Decimal:
+    """The number an ``outward`` text stands for: ``1 (+2.3e-16)`` is 1 + 2.3e-16."""
+    head, _, tail = text.partition(" (")
+    value = Decimal(head)
+    if tail:
+        value += Decimal(tail.rstrip(")").replace("+", ""))
+    return value
+
+
+def outward_at_most(x: Number | int, limit: Number | int, digits: int) -> str:
+    """``outward(x, ..., "upper")`` with as many more digits as it takes to show a value that
+    is at most ``limit`` (for x <= limit: a passed gate never looks failed)."""
+    text = outward(x, digits, "upper")
+    for more in range(digits + 1, 40):
+        if displayed(text) <= Decimal(limit):
+            break
+        text = outward(x, more, "upper")
+    return text
 
 
 def as_input(x: Number | int) -> str:

@@ -6,18 +6,28 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import IO
 
-from dpcalc.numeric.display import as_input, shorten
-from dpcalc.result import Result
+from dpcalc.numeric.display import as_input, outward, outward_at_most, shorten
+from dpcalc.result import PROBABILITY_KEYS, Result
 
 DIGITS = 5
 _NOISE = {"sigma", "scale"}
+#: Narrower terminals (and absurd COLUMNS such as 0 or 1) are laid out at this width.
+MIN_WIDTH = 40
+_GLUE = {"=", "≤", "≥", "≈", "<", ">", "·", "×", "+", "−", "-"}
 
 
 def make_console(file: IO[str] | None = None, width: int | None = None):
-    """The one Console used for human output (honours NO_COLOR, FORCE_COLOR, non-TTY)."""
+    """The one Console used for human output (honours NO_COLOR, FORCE_COLOR, non-TTY).
+
+    A width below ``MIN_WIDTH`` (``COLUMNS=0``, a 1-column pane) is raised to it: the answer
+    is always printed, wrapped at whole units.
+    """
     from rich.console import Console
 
-    return Console(file=file, width=width, highlight=False, soft_wrap=False)
+    console = Console(file=file, width=width, highlight=False, soft_wrap=False)
+    if console.width < MIN_WIDTH:
+        console.width = MIN_WIDTH
+    return console
 
 
 def _label(result: Result, key: str) -> str:
@@ -32,8 +42,69 @@ def _relation(key: str) -> str:
 def headline(result: Result) -> str:
     """e.g. ``ε ≤ 1.9931`` — the solved value rounded to the private side."""
     key = result.solved_for
-    shown = shorten(result.value, DIGITS, result.direction)
+    shown = outward(result.value, DIGITS, result.direction)
     return f"{_label(result, key)} {_relation(key)} {shown}"
+
+
+def units(text: str) -> list[str]:
+    """Split text at spaces into units that must stay on one line: a relation and its two
+    sides (``δ = 1e-05``, ``steps = ⌈epochs/q⌉ = 235``) are never broken apart."""
+    words = text.split(" ")
+    out: list[str] = []
+    glue_next = False
+    for word in words:
+        if not word:
+            continue
+        if out and (glue_next or word in _GLUE or word.startswith("(")):
+            out[-1] += " " + word
+        else:
+            out.append(word)
+        glue_next = word in _GLUE
+    return out
+
+
+def wrap(pieces: list[str], width: int, indent: str = "", sep: str = " ") -> str:
+    """Lay out unbreakable ``pieces`` in lines of at most ``width`` cells (a piece longer
+    than a line gets a line of its own); continuation lines start with ``indent``."""
+    from rich.cells import cell_len
+
+    lines: list[str] = []
+    line = ""
+    for piece in pieces:
+        if line and cell_len(line) + cell_len(sep) + cell_len(piece) > width:
+            lines.append(line)
+            line = indent + piece
+        else:
+            line = line + sep + piece if line else piece
+    if line:
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _say(console, text: str, style: str | None = None, indent: str = "") -> None:
+    """Print free text wrapped at whole units (rich would break ``δ = ⏎1e-05``)."""
+    from rich.text import Text
+
+    console.print(Text(wrap(units(text), console.width, indent), style=style or ""),
+                  soft_wrap=True)
+
+
+def _input_text(result: Result, key: str, x) -> str:
+    given = result.given.get(key)
+    if given is None:
+        return f"{_label(result, key)} = {as_input(x)}"
+    if as_input(x) == given:
+        return f"{_label(result, key)} = {given}"
+    # a rate derived from sizes is nudged up when inexact: the private side for an input
+    return f"{_label(result, key)} = {given} ≈ {outward(x, DIGITS, 'upper')}"
+
+
+def _derived_text(result: Result, key: str, x) -> str:
+    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e15):
+        return f"{_label(result, key)} = {as_input(x)}"
+    if key in PROBABILITY_KEYS or "epsilon" in key:  # a guarantee beside the solved one
+        return f"{_label(result, key)} ≤ {outward(x, DIGITS, 'upper')}"
+    return f"{_label(result, key)} ≈ {outward(x, DIGITS, 'upper')}"
 
 
 def _ratio(value, reference) -> str:
@@ -49,56 +120,64 @@ def _ratio(value, reference) -> str:
     return f"{float(change):+.1f}%"
 
 
+def gate_text(result: Result, gate) -> str:
+    """e.g. ``gate --max-epsilon 1: passed (ε ≤ 0.30711 ≤ 1)``."""
+    option = "--" + gate.name.replace("_", "-")
+    label = _label(result, gate.key)
+    limit = as_input(gate.limit)
+    computed = gate.key == result.solved_for or gate.key in result.derived
+    if gate.name == "max_tpr":  # a computed TPR bound at one FPR
+        label, computed = f"TPR at FPR {as_input(gate.key[8:-1])}", True
+    if not computed:
+        shown = f"{label} = {as_input(gate.value)}"
+    elif gate.passed:  # digits enough that the bound shown is within the limit too
+        shown = f"{label} ≤ {outward_at_most(gate.value, gate.limit, DIGITS)}"
+    else:
+        shown = f"{label} ≤ {outward(gate.value, DIGITS, 'upper')}"
+    verdict = f"passed ({shown} ≤ {limit})" if gate.passed else \
+        f"FAILED ({shown}, above {limit})"
+    return f"gate {option} {limit}: {verdict}"
+
+
 def render(result: Result, console) -> None:
     """Print ``result`` to a rich Console."""
     from rich.panel import Panel
-    from rich.table import Table
     from rich.text import Text
 
+    width = console.width
     title = f"dpcalc {result.command} · {result.method}"
-    if result.reference:
+    if result.reference and len(title) + len(result.reference) + 9 <= width:
         title += f" ({result.reference})"
     body = Text(headline(result), style="bold")
     if result.bounds is not None:
-        lo = shorten(result.bounds.lower, DIGITS, "lower")
-        hi = shorten(result.bounds.upper, DIGITS, "upper")
-        body.append(f"\ncertified bracket on the true value: [{lo}, {hi}]", style="dim")
+        lo = outward(result.bounds.lower, DIGITS, "lower")
+        hi = outward(result.bounds.upper, DIGITS, "upper")
+        bracket = units(f"certified bracket on the true value: [{lo}, {hi}]")
+        body.append("\n" + wrap(bracket, width - 4), style="dim")
     console.print(Panel(body, title=title, title_align="left", expand=False))
 
-    inputs = [f"{_label(result, k)} = {as_input(v)}" for k, v in result.parameters.items()
-              if k != result.solved_for]
-    console.print(Text("inputs  " + "   ".join(inputs)))
+    hidden = {result.solved_for, *result.derived}
+    inputs = [_input_text(result, k, v) for k, v in result.parameters.items() if k not in hidden]
+    derived = [_derived_text(result, k, result.parameters[k]) for k in result.derived
+               if k in result.parameters]
+    for label, pieces in (("inputs  ", inputs), ("derived ", derived)):
+        if pieces:  # each `name = value` is one unbreakable piece
+            text = wrap([label + pieces[0], *pieces[1:]], width, " " * 8, sep="   ")
+            console.print(Text(text), soft_wrap=True)
 
     if result.comparison:
-        key = result.solved_for
-        table = Table(title=None, show_edge=False, pad_edge=False, box=None, padding=(0, 2))
-        table.add_column("method", no_wrap=True)
-        table.add_column(_label(result, key), justify="right", no_wrap=True)
-        table.add_column(f"vs {result.method}", justify="right", no_wrap=True)
-        table.add_column("reference")
-        table.add_row(result.method, shorten(result.value, DIGITS, result.direction), "",
-                      result.reference, style="bold")
-        footnotes: list[str] = []
-        for row in result.comparison:
-            shown = "n/a" if row.value is None else shorten(row.value, DIGITS, result.direction)
-            ratio = "" if row.value is None else _ratio(row.value, result.value)
-            method = row.method
-            if row.note:
-                footnotes.append(row.note)
-                method += f" [{len(footnotes)}]"
-            table.add_row(method, shown, ratio, row.reference)
-        console.print()
-        console.print(table)
-        for i, note in enumerate(footnotes, 1):
-            console.print(Text(f"[{i}] {note}", style="dim"))
+        _comparison(result, console)
     for note in result.notes:
-        console.print(Text("note: " + note, style="yellow"))
+        _say(console, "note: " + note, "yellow", indent="      ")
     if "orders" in result.extra:
         _orders_table(result, console)
     if "curve" in result.extra:
         _curve(result, console)
     if "risk" in result.extra:
         _risk_table(result.extra["risk"], console)
+    for gate in result.gates:
+        _say(console, gate_text(result, gate), "green" if gate.passed else "bold red",
+             indent="      ")
 
 
 def _pct(x, direction: str) -> str:
@@ -142,6 +221,45 @@ def _risk_table(risk: dict, console) -> None:
                            f"{float(first['fpr']) * 100:g} %.", style="bold"))
 
 
+def _comparison(result: Result, console) -> None:
+    """One row per method; when the width is short, the reference column is dropped (each
+    row's reference is in --json, the method's own in the title), then the ratio column."""
+    from rich.cells import cell_len
+    from rich.table import Table
+
+    key = result.solved_for
+    rows = [(result.method, outward(result.value, DIGITS, result.direction), "",
+             result.reference)]
+    footnotes: list[str] = []
+    for row in result.comparison:
+        shown = "n/a" if row.value is None else outward(row.value, DIGITS, result.direction)
+        ratio = "" if row.value is None else _ratio(row.value, result.value)
+        method = row.method
+        if row.note:
+            footnotes.append(row.note)
+            method += f" [{len(footnotes)}]"
+        rows.append((method, shown, ratio, row.reference))
+    headers = ("method", _label(result, key), f"vs {result.method}", "reference")
+    widths = [max(cell_len(h), *(cell_len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    # narrow: drop the reference column, then the ratio; a value is never cut
+    columns = 4
+    while columns > 2 and sum(widths[:columns]) + 2 * (columns - 1) >= console.width:
+        columns -= 1
+    table = Table(title=None, show_edge=False, pad_edge=False, box=None, padding=(0, 2))
+    table.add_column("method", overflow="fold")  # the only column that may fold
+    table.add_column(headers[1], justify="right", no_wrap=True, min_width=widths[1])
+    if columns > 2:
+        table.add_column(headers[2], justify="right", no_wrap=True, min_width=widths[2])
+    if columns > 3:
+        table.add_column("reference", no_wrap=True)
+    for i, r in enumerate(rows):
+        table.add_row(*r[:columns], style="bold" if i == 0 else None)
+    console.print()
+    console.print(table)
+    for i, note in enumerate(footnotes, 1):
+        _say(console, f"[{i}] {note}", "dim", indent="    ")
+
+
 def _orders_table(result: Result, console, rows: int = 12) -> None:
     """α → RDP → converted ε, a window around the best order (marked)."""
     from rich.table import Table
@@ -156,13 +274,17 @@ def _orders_table(result: Result, console, rows: int = 12) -> None:
     table.add_column("")
     for o in orders[start:start + rows]:
         mark = "← best" if o["alpha"] == best else ""
-        table.add_row(f"{o['alpha']:g}", "inf" if o["rdp"] is None else shorten(o["rdp"], 5,
-                      "upper"), "inf" if o["epsilon"] is None else shorten(o["epsilon"], 5,
-                      "upper"), mark, style="bold" if mark else None)
+        # an order whose RDP is not finite gives no guarantee: say so, never print "inf"
+        table.add_row(f"{o['alpha']:g}", _order_cell(o["rdp"]), _order_cell(o["epsilon"]),
+                      mark, style="bold" if mark else None)
     console.print()
     console.print(table)
     if len(orders) > rows:
         console.print(f"({len(orders)} orders in all; --json lists every one)", style="dim")
+
+
+def _order_cell(x) -> str:
+    return "no bound" if x is None else outward(x, 5, "upper")
 
 
 def _curve(result: Result, console) -> None:
@@ -176,7 +298,7 @@ def _curve(result: Result, console) -> None:
     step = max(1, len(points) // 10)
     shown = points[::step] + ([points[-1]] if (len(points) - 1) % step else [])
     for p in shown:
-        table.add_row(str(p["epochs"]), shorten(p["epsilon"], DIGITS, "upper"))
+        table.add_row(str(p["epochs"]), outward(p["epsilon"], DIGITS, "upper"))
     console.print()
     console.print(table)
     console.print(plot([p["epsilon"] for p in points]))

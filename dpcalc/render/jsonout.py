@@ -9,7 +9,7 @@ from typing import Any
 
 from dpcalc import __version__
 from dpcalc.numeric.display import json_token
-from dpcalc.result import Result
+from dpcalc.result import Result, is_finite
 
 
 def result_object(result: Result) -> dict[str, Any]:
@@ -34,6 +34,9 @@ def result_object(result: Result) -> dict[str, Any]:
     if result.notes:
         obj["notes"] = list(result.notes)
     obj.update(result.extra)
+    if result.gates:
+        obj["gates"] = [{"name": g.name, "limit": g.limit, "value": g.value, "passed": g.passed}
+                        for g in result.gates]
     obj["version"] = __version__
     return obj
 
@@ -56,7 +59,9 @@ def dumps(value: Any, indent: int = 2, _level: int = 0) -> str:
     if value is None or isinstance(value, bool | str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, int | float | Decimal):
-        return json_token(value)
+        # a Result holds no NaN or inf (dpcalc.result); anything else non-finite in the
+        # extras is "no value", never a crash and never a non-JSON token
+        return json_token(value) if is_finite(value) else "null"
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
