@@ -234,19 +234,14 @@ class _Plan:
         lo, up = _certified(lambda: accountant.log_delta_bounds(items, te, self.tol))
         return up, (lo, up)
 
-    def holds(self, te: float, log_td: float, fill) -> bool | None:
-        """Is the plan (te, td)-DP with the unknown filled in?  Certified (None: undecided)."""
+    def holds(self, te: float, log_td: float, fill) -> bool:
+        """Is the plan (te, td)-DP with the unknown filled in?  Decided on the same certified
+        upper bound that the forward question reports (so a solved number round-trips)."""
         try:
-            items = self.items(fill)
+            self.items(fill)
         except DomainError:
             return False
-        if self.gaussian:
-            from dpcalc.relations import gaussian as grel
-
-            return grel.analytic_log_delta(_gaussian_sigma_eff(items), te) <= log_td
-        from dpcalc.pld import accountant
-
-        return _certified(lambda: accountant.certify_epsilon(items, log_td, te))
+        return self.epsilon(log_td, fill)[0] <= te
 
 
 def _certified(fn):
@@ -391,15 +386,24 @@ def _solve_null(plan: _Plan, recs: list[_Rec], null, te, td, notes) -> Result:
         return plan.holds(te, log_td, (i, name, x))
 
     if name in ("sigma", "scale"):
-        value = smallest_passing(holds, low=0.0, high=math.inf, low_open=True, name=path)
+        # the PLD bound is 1e-3 tight: 2e-5 on the noise is plenty (holds decides the side)
+        value = smallest_passing(holds, low=0.0, high=math.inf, low_open=True, name=path,
+                                 rtol=2e-5)
         direction = "upper"
     elif name == "q":
-        value = largest_passing(holds, low=0.0, high=1.0, high_open=False, name=path)
+        value = largest_passing(holds, low=0.0, high=1.0, high_open=False, name=path,
+                                rtol=2e-5)
         direction = "lower"
     elif name == "epochs":
+        # the largest steps that fit, then the largest epochs with ⌈epochs/q⌉ ≤ those steps
         q = recs[i].values["q"]
-        value = largest_passing(holds, low=0.0, high=float(MAX_STEPS) * q, high_open=False,
-                                name=path)
+        del recs[i].values["epochs"]
+        n = largest_passing_int(lambda s: plan.holds(te, log_td, (i, "steps", s)), low=1,
+                                name=path, high=MAX_STEPS)
+        value = float(Fraction(n) * Fraction(q))
+        while math.ceil(Fraction(value) / Fraction(q)) > n:
+            value = math.nextafter(value, 0.0)
+        recs[i].values["epochs"] = None
         direction = "lower"
     else:   # steps, count
         value = largest_passing_int(holds, low=1, name=path, high=MAX_STEPS)
