@@ -173,3 +173,10 @@ def test_errors_name_the_record_and_the_field(records, args, message):
     assert proc.stdout == ""
     assert proc.stderr.startswith("dpcalc: error: ") and message in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_explicit_point_method_on_a_mechanism_record_says_to_use_pld():
+    proc = dpcalc("compose", "--from", "-", "--total-delta", "1e-5", "--method", "optimal",
+                  stdin=json.dumps([{"mechanism": "gaussian", "sigma": 2}]))
+    assert proc.returncode == 2
+    assert "record 1 is a mechanism" in proc.stderr and "pld" in proc.stderr
