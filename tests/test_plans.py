@@ -180,3 +180,11 @@ def test_explicit_point_method_on_a_mechanism_record_says_to_use_pld():
                   stdin=json.dumps([{"mechanism": "gaussian", "sigma": 2}]))
     assert proc.returncode == 2
     assert "record 1 is a mechanism" in proc.stderr and "pld" in proc.stderr
+
+
+def test_human_headline_of_a_solved_noise_says_at_least():
+    proc = dpcalc("compose", "--from", "-", "--total-epsilon", "1", "--total-delta", "1e-5",
+                  stdin=json.dumps([{"mechanism": "gaussian", "sigma": None},
+                                    {"mechanism": "gaussian", "sigma": 3}]))
+    assert proc.returncode == 0, proc.stderr
+    assert "record 1 σ ≥ " in proc.stdout
