@@ -185,6 +185,6 @@ def test_explicit_point_method_on_a_mechanism_record_says_to_use_pld():
 def test_human_headline_of_a_solved_noise_says_at_least():
     proc = dpcalc("compose", "--from", "-", "--total-epsilon", "1", "--total-delta", "1e-5",
                   stdin=json.dumps([{"mechanism": "gaussian", "sigma": None},
-                                    {"mechanism": "gaussian", "sigma": 3}]))
+                                    {"mechanism": "gaussian", "sigma": 10}]))
     assert proc.returncode == 0, proc.stderr
     assert "record 1 σ ≥ " in proc.stdout
