@@ -188,3 +188,11 @@ def test_human_headline_of_a_solved_noise_says_at_least():
                                     {"mechanism": "gaussian", "sigma": 10}]))
     assert proc.returncode == 0, proc.stderr
     assert "record 1 σ ≥ " in proc.stdout
+
+
+def test_a_null_that_cannot_fit_is_infeasible_exit_1():
+    proc = dpcalc("compose", "--from", "-", "--total-epsilon", "1", "--total-delta", "1e-5",
+                  stdin=json.dumps([{"mechanism": "gaussian", "sigma": None},
+                                    {"mechanism": "gaussian", "sigma": 3}]))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("dpcalc: error: ") and "records[0].sigma" in proc.stderr
