@@ -15,6 +15,8 @@ from pathlib import Path
 
 import mpmath as mp
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpcalc.mechanisms import PAIRS, pair_class
 from dpcalc.mechanisms.eps_delta import EpsDelta
@@ -224,3 +226,26 @@ def test_subsampled_laplace_and_laplace_composition_against_reference():
     lo, up = accountant.log_delta_bounds([(Laplace(10.0), 10)], 0.5)
     ref = math.log(0.008938294604221589)
     assert lo <= ref + 1e-4 and abs(up - ref) <= 2e-3
+
+
+def test_a_plan_of_one_item_is_the_dp_sgd_path_bit_for_bit():
+    from dpcalc.relations import pld
+
+    item = [(SubsampledGaussian(0.01, 4.0), 10_000)]
+    assert accountant.epsilon_bounds(item, LOG_1E5) == pld.epsilon_bounds(0.01, 4.0, 10_000,
+                                                                          LOG_1E5)
+    assert accountant.log_delta_bounds(item, 1.0) == pld.log_delta_bounds(0.01, 4.0, 10_000,
+                                                                           1.0)
+
+
+@settings(max_examples=12, deadline=None)
+@given(sigmas=st.lists(st.floats(0.5, 20.0), min_size=2, max_size=3),
+       counts=st.lists(st.integers(1, 200), min_size=3, max_size=3),
+       eps=st.floats(0.0, 5.0))
+def test_heterogeneous_gaussian_plans_bracket_the_truth(sigmas, counts, eps):
+    items = [(Gaussian(s) if i % 2 else SubsampledGaussian(1.0, s), n)
+             for i, (s, n) in enumerate(zip(sigmas, counts, strict=False))]
+    mu = math.sqrt(sum(n / s**2 for s, n in zip(sigmas, counts, strict=False)))
+    lo, up = accountant.log_delta_bounds(items, eps)
+    exact = gauss_log_delta(mu, eps)
+    assert lo <= exact <= up
