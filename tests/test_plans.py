@@ -196,3 +196,11 @@ def test_a_null_that_cannot_fit_is_infeasible_exit_1():
                                     {"mechanism": "gaussian", "sigma": 3}]))
     assert proc.returncode == 1
     assert proc.stderr.startswith("dpcalc: error: ") and "records[0].sigma" in proc.stderr
+
+
+def test_laplace_json_output_is_a_laplace_record():
+    lap = json.loads(dpcalc("laplace", "--scale", "2", "--json").stdout)
+    from_output = total_eps([lap, {"mechanism": "gaussian", "sigma": 5}])
+    direct = total_eps([{"mechanism": "laplace", "scale": 2},
+                        {"mechanism": "gaussian", "sigma": 5}])
+    assert from_output == direct
