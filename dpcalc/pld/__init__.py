@@ -26,6 +26,10 @@ Method.
     the grid), λ from a Chernoff-type bound so that the tilted law is centred where δ(ε)
     comes from.  Absolute errors in tilted units are relative errors near ε: δ is certified
     far below the FFT round-off level (1e-300, e^{−2000}: log space throughout).
+  * A plan of several items (pair_i, n_i): one tilt λ minimises Σ n_i·K_i(λ) + log C_λ −
+    λε; item i is discretised on the lattice h_base·2^{k_i} (its own resolution, a power of
+    two apart), composed n_i times, and the items are convolved on the coarser grid; T·c
+    becomes Σ n_i·c_i, T·p∞ becomes Σ n_i·p∞_i and the offsets add.
   * ε(δ) inverts the certified δ(ε) (bisection with verified end points); passes refine
     ρ until (upper − lower)/upper ≤ tolerance or ρ reaches its floor (then a wider bracket).
 
