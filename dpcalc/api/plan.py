@@ -145,7 +145,8 @@ def _check_dpsgd(r: _Rec) -> None:
                 raise UsageError(f'--from: record {pos}: "batch_size" and "dataset_size" go '
                                  "together, with batch_size <= dataset_size")
             # q rounded up (more sampling is the private side)
-            v["q"] = min(1.0, math.nextafter(b / n, 2.0) if b / n * n != b else b / n)
+            q = b / n
+            v["q"] = min(1.0, q if Fraction(q) >= Fraction(b, n) else math.nextafter(q, 2.0))
         if "epochs" in v and "steps" in v:
             raise UsageError(f'--from: record {pos}: give "epochs" or "steps", not both')
     required = {"gaussian": ("sigma",), "laplace": ("scale",), "point": ("epsilon", "delta"),
