@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,14 @@ class Comparison:
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # a comparison row never shows NaN or inf: it is "n/a" with the reason
+        if isinstance(self.value, float) and not math.isfinite(self.value):
+            reason = ("no finite bound from this method here" if not math.isnan(self.value)
+                      else "could not be evaluated for these inputs (NaN)")
+            object.__setattr__(self, "value", None)
+            object.__setattr__(self, "note", "; ".join(n for n in (self.note, reason) if n))
+
 
 @dataclass(frozen=True)
 class Result:
@@ -48,3 +57,14 @@ class Result:
     notes: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
     symbols: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # the last line of defence: a result is never NaN or inf (exit 0 with "Infinity")
+        if isinstance(self.value, float) and not math.isfinite(self.value):
+            from dpcalc.errors import InfeasibleError, NumericalError
+
+            if math.isnan(self.value):
+                raise NumericalError(f"{self.solved_for} could not be computed (NaN) by "
+                                     f"{self.method}")
+            raise InfeasibleError(f"the {self.method} bound gives no finite {self.solved_for} "
+                                  "for these inputs: no guarantee follows from it")

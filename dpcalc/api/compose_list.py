@@ -116,7 +116,8 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
         raise UsageError("--group with --from is not supported; apply group privacy per record")
     mechs = [_mechanism(r, i) for i, r in enumerate(records, 1)]
     eps = [m["epsilon"] for m in mechs]
-    log_ds = [log_of(m["delta"]) for m in mechs]
+    deltas = [m["delta"] for m in mechs]
+    log_ds = [log_of(d) for d in deltas]
     all_gaussian = all("sigma" in m for m in mechs)
     if total_epsilon is not None and total_delta is not None:
         raise UsageError("too many parameters: with --from leave --total-epsilon or "
@@ -136,7 +137,7 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
             if te is None and td is None:
                 return e, exp_up(ld)
             if te is None:
-                if ld > log_td:
+                if not rel.basic_hetero_fits(eps, deltas, math.inf, td):
                     raise InfeasibleError("basic: Σδ exceeds --total-delta")
                 return e, None
             if e > te:
@@ -193,7 +194,13 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
         if te is None and td is None:
             raise UsageError("give --total-delta or --total-epsilon")
         if te is None:
-            return rel.numerical_hetero_epsilon(eps, log_ds, log_td), None
+            e = rel.numerical_hetero_epsilon(eps, log_ds, log_td)
+            if rel.basic_hetero_fits(eps, deltas, math.inf, td):  # optimal is never above basic
+                e = min(e, rel.basic_hetero_epsilon(eps))
+            if not math.isfinite(e):
+                raise InfeasibleError("no total ε meets --total-delta: it is below the δ the "
+                                      "records spend at any ε (1 − Π(1 − δ_i))")
+            return e, None
         return exp_up(rel.numerical_hetero_log_delta(eps, log_ds, te)), None
 
     value, derived_delta = solve(method)

@@ -1,0 +1,149 @@
+"""Issue 9, the numerical items: budgets equal to Σδ, no NaN/inf results, comparison rows that
+never abort the answer, base ε = 0, inputs read on the private side, one solve per mode, the
+optimal zCDP conversion and δ ranges. CLI behaviour runs through the installed entry point."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+
+import mpmath
+import pytest
+
+ERROR = re.compile(r"^dpcalc: error: .+\n$")
+
+
+def _exe() -> list[str]:
+    script = Path(sys.executable).with_name("dpcalc")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "dpcalc"]
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(_exe() + list(args), capture_output=True, text=True, check=False,
+                          input=stdin)
+
+
+def value(*args: str) -> float:
+    done = cli(*args, "--value")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    return float(done.stdout)
+
+
+def no_nonfinite(text: str) -> None:
+    assert not re.search(r"\b(nan|NaN|inf|Infinity)\b", text), text
+
+
+def kov_delta(eps: float, delta: float, k: int, total_eps: float) -> mpmath.mpf:
+    """Exact optimal composition [KOV15, Thm 3.3], mpmath at 60 digits (independent oracle)."""
+    with mpmath.workdps(60):
+        e, d, big = mpmath.mpf(eps), mpmath.mpf(delta), mpmath.mpf(total_eps)
+        p, r = 1 / (1 + mpmath.exp(-e)), 1 / (1 + mpmath.exp(e))  # p and 1 − p
+        s = mpmath.mpf(0)
+        for ell in range(k + 1):
+            term = (p ** (k - ell) * r ** ell
+                    - mpmath.exp(big) * p ** ell * r ** (k - ell))
+            if term > 0:
+                s += mpmath.binomial(k, ell) * term
+        return 1 - (1 - d) ** k + (1 - d) ** k * s
+
+
+# ---- item 2: a total δ equal to Σδ ------------------------------------------------------------
+
+def test_budget_equal_to_delta_k1_gives_epsilon():
+    assert value("compose", "--epsilon", "2.382", "--delta", "1e-5", "--k", "1",
+                 "--total-delta", "1e-5") == 2.382
+
+
+def test_budget_equal_to_sum_basic_gives_k_epsilon():
+    assert value("compose", "--epsilon", "1", "--delta", "1e-6", "--k", "2",
+                 "--total-delta", "2e-6", "--method", "basic") == 2.0
+
+
+@pytest.mark.parametrize("k", [2, 3, 7])
+def test_budget_equal_to_sum_optimal_is_sound(k):
+    got = value("compose", "--epsilon", "0.5", "--delta", "1e-6", "--k", str(k),
+                "--total-delta", f"{k}e-6")
+    assert got <= 0.5 * k * (1 + 1e-15)
+    assert kov_delta(0.5, 1e-6, k, got) <= mpmath.mpf(k) * mpmath.mpf("1e-6")
+
+
+def test_budget_equal_to_sum_solves_k_and_leaves_advanced_na():
+    assert value("compose", "--epsilon", "1", "--delta", "1e-6", "--total-epsilon", "2",
+                 "--total-delta", "2e-6", "--method", "basic") == 2
+    done = cli("compose", "--epsilon", "1", "--delta", "1e-6", "--k", "2",
+               "--total-delta", "2e-6", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = {r["method"]: r for r in json.loads(done.stdout)["comparison"]}
+    assert rows["advanced"]["total_epsilon"] is None and "slack" in rows["advanced"]["note"]
+
+
+def test_piped_dpsgd_result_composes_to_its_own_epsilon():
+    first = cli("dpsgd", "--q", "0.01", "--sigma", "1.1", "--epochs", "1", "--delta", "1e-5",
+                "--json")
+    assert first.returncode == 0, first.stderr
+    eps = json.loads(first.stdout)["value"]
+    for method in ("optimal", "basic"):
+        done = cli("compose", "--from", "-", "--total-delta", "1e-5", "--method", method,
+                   "--value", stdin=first.stdout)
+        assert done.returncode == 0, done.stderr
+        assert float(done.stdout) == eps
+    human = cli("compose", "--from", "-", "--total-delta", "1e-5", stdin=first.stdout)
+    assert human.returncode == 0 and "Infinity" not in human.stdout
+
+
+def test_relation_basic_fits_is_exact():
+    from dpcalc.relations import compose as rel
+
+    assert rel.basic_fits(1.0, 1e-6, 2, 2.0, 2e-6)
+    assert not rel.basic_fits(1.0, 1e-6, 3, 3.0, 2e-6)
+    assert rel.basic_fits(1.0, Decimal("1e-400"), 3, math.inf, Decimal("3e-400"))
+    assert not rel.basic_fits(1.0, Decimal("1e-400"), 3, math.inf, Decimal("2.9e-400"))
+    assert rel.basic_hetero_fits([0.5, 0.25], [1e-6, 2e-6], 0.75, 3e-6) is (
+        Fraction(1e-6) + Fraction(2e-6) <= Fraction(3e-6))
+
+
+# ---- item 3: never NaN or inf with exit 0 -----------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ("compose", "--epsilon", "1e11", "--delta", "1e-6", "--k", "50", "--total-epsilon", "3"),
+    ("compose", "--method", "advanced", "--epsilon", "1e10", "--delta", "1e-6", "--k", "50",
+     "--delta-slack", "1e-5"),
+])
+def test_vacuous_or_impossible_is_exit_1_not_nan(args):
+    for mode in ((), ("--json",), ("--value",)):
+        done = cli(*args, *mode)
+        assert done.returncode == 1, (mode, done.stdout, done.stderr)
+        assert done.stdout == "" and ERROR.match(done.stderr)
+
+
+def test_from_with_zero_total_delta_is_infeasible_not_infinity():
+    rec = json.dumps({"epsilon": 1.0, "delta": 1e-6})
+    done = cli("compose", "--from", "-", "--total-delta", "0", stdin=rec)
+    assert done.returncode == 1 and done.stdout == "" and ERROR.match(done.stderr)
+
+
+@pytest.mark.parametrize("eps,k,total", [(1000.0, 1, 999.0), (800.0, 2, 1599.0),
+                                         (720.0, 3, 1000.0)])
+def test_optimal_delta_for_huge_epsilon_is_finite_and_sound(eps, k, total):
+    from dpcalc.relations import compose as rel
+
+    got = rel.optimal_log_delta(eps, math.log(1e-6), k, total)
+    assert math.isfinite(got) or got == 0.0
+    truth = kov_delta(eps, 1e-6, k, total)
+    assert mpmath.exp(got) >= truth
+    assert mpmath.exp(got) <= truth * (1 + 1e-6) + mpmath.mpf(k) * mpmath.exp(-eps) * 2
+
+
+def test_nonfinite_comparison_row_becomes_na():
+    from dpcalc.result import Comparison
+
+    row = Comparison("x", math.inf, "ref")
+    assert row.value is None and row.note
+    assert Comparison("y", math.nan, "ref").value is None
