@@ -137,11 +137,12 @@ def _bisect_to_zero(holds: Predicate, ok: float, rtol: float) -> float:
 
 def largest_passing(holds: Predicate, *, low: float, high: float, high_open: bool,
                     name: str, guess: float | None = None, rtol: float = RTOL,
-                    guess_rtol: float = CLOSED_FORM_RTOL) -> float:
+                    guess_rtol: float = CLOSED_FORM_RTOL, low_open: bool = True) -> float:
     """Largest x in the domain with ``holds(x)`` (within ``rtol``), never a failing x.
 
     ``holds`` must be monotone: passing below some threshold, failing above it. A ``guess``
-    is used as in ``smallest_passing``.
+    is used as in ``smallest_passing``. With ``low_open=False`` the domain includes ``low``,
+    which is returned when it passes and nothing above it is found to (e.g. a base ε of 0).
 
     Raises:
         InfeasibleError: no x above ``low`` passes (or every x passes and ``high`` is inf).
@@ -169,6 +170,10 @@ def largest_passing(holds: Predicate, *, low: float, high: float, high_open: boo
     for ratio in _widening(first):
         below = fail / ratio
         if below <= low or below < 1e-300:
+            if not low_open and _passes(holds, low):
+                # low passes: the answer lies in [low, fail) (below 1e-300, low itself)
+                return low if below < 1e-300 and low < 1e-300 else _bisect(holds, fail, low,
+                                                                           rtol)
             raise InfeasibleError(f"no {name} above {low:g} meets the target")
         if _passes(holds, below):
             return _bisect(holds, fail, below, rtol)

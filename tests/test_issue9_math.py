@@ -147,3 +147,69 @@ def test_nonfinite_comparison_row_becomes_na():
     row = Comparison("x", math.inf, "ref")
     assert row.value is None and row.note
     assert Comparison("y", math.nan, "ref").value is None
+
+
+# ---- item 4 and 16: one solve, comparison rows after it, never aborting it --------------------
+
+def test_solving_q_with_epochs_works_in_every_mode():
+    args = ("dpsgd", "--sigma", "1.1", "--epochs", "60", "--epsilon", "3", "--delta", "1e-5")
+    q = value(*args)
+    done = cli(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["value"] == q
+    for row in out["comparison"]:
+        assert row["q"] is None or 0 < row["q"] <= 1
+        if row["q"] is None:
+            assert "--q" not in row["note"] and "--epochs" not in row["note"]
+    human = cli(*args)
+    assert human.returncode == 0, human.stderr
+
+
+def test_value_and_json_solve_sigma_to_the_same_number():
+    args = ("dpsgd", "--q", "0.01", "--epochs", "100", "--epsilon", "1", "--delta", "1e-5")
+    done = cli(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["value"] == value(*args)
+
+
+def test_comparison_row_failure_of_any_kind_becomes_a_note(monkeypatch):
+    import importlib
+
+    api = importlib.import_module("dpcalc.api.dpsgd")
+    real = api._solve
+
+    def broken(acc, unknown, values):
+        if acc.name == "moments":
+            raise api.DomainError("--q out of range")
+        if acc.name == "strong":
+            raise RuntimeError("boom")
+        return real(acc, unknown, values)
+
+    monkeypatch.setattr(api, "_solve", broken)
+    res = api.dpsgd(q=0.01, sigma=1.1, epochs=1, delta=1e-5, accountant="rdp")
+    rows = {r.method: r for r in res.comparison}
+    assert rows["moments"].value is None and rows["strong"].value is None
+    assert rows["pld"].value is not None and res.value > 0
+
+
+# ---- item 5: base ε (or δ) of 0 is an answer ---------------------------------------------------
+
+@pytest.mark.parametrize("left_out", ["--epsilon", "--delta"])
+def test_zero_base_budget_meets_zero_target(left_out):
+    other = "--delta" if left_out == "--epsilon" else "--epsilon"
+    assert value("subsample", "--q", "0.3", "--amplified-epsilon", "0",
+                 "--amplified-delta", "0", other, "0") == 0.0
+
+
+def test_largest_passing_returns_a_closed_low_end():
+    from dpcalc.errors import InfeasibleError
+    from dpcalc.solve import largest_passing
+
+    assert largest_passing(lambda x: x <= 0.0, low=0.0, high=math.inf, high_open=True,
+                           low_open=False, name="x") == 0.0
+    got = largest_passing(lambda x: x <= 0.25, low=0.125, high=math.inf, high_open=True,
+                          low_open=False, name="x")
+    assert 0.125 <= got <= 0.25
+    with pytest.raises(InfeasibleError):
+        largest_passing(lambda x: x <= 0.0, low=0.0, high=math.inf, high_open=True, name="x")

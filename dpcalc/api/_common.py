@@ -80,18 +80,17 @@ def check_choice(value: str, choices: Sequence[str], option: str) -> str:
 
 def failure_note(exc: Exception) -> str:
     """The note of a comparison row whose method could not answer."""
-    from dpcalc.errors import InfeasibleError
+    from dpcalc.errors import DpcalcError
 
-    if isinstance(exc, InfeasibleError):
+    if isinstance(exc, DpcalcError):
         return str(exc)
     return f"not evaluated for these inputs ({type(exc).__name__})"
 
 
-#: What a comparison row may raise without failing the command (its own method answered).
+#: What a comparison row may raise without failing the command: anything. The main answer is
+#: computed first and a comparison row only shows "n/a" with the reason (issue 9).
 def comparison_failures() -> tuple[type[Exception], ...]:
-    from dpcalc.errors import InfeasibleError, NumericalError
-
-    return (InfeasibleError, NumericalError, ArithmeticError, ValueError)
+    return (Exception,)
 
 
 EPSILON_KEYS = ("epsilon", "total_epsilon", "amplified_epsilon")

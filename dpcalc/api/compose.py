@@ -238,13 +238,14 @@ def _solve(method: str, unknown: str, values: dict, log_slack: float | None,
                                    low=1, name="k", high=MAX_K)
     if unknown == "epsilon":
         return largest_passing(lambda e: holds(e, delta, k, total_eps, total_d),
-                               low=0.0, high=math.inf, high_open=True, name="ε",
+                               low=0.0, high=math.inf, high_open=True, low_open=False,
+                               name="ε",
                                guess=total_eps / k if total_eps > 0 else None) \
             if holds(0.0, delta, k, total_eps, total_d) else _infeasible("ε", 0.0)
     if not holds(eps, 0.0, k, total_eps, total_d):
         return _infeasible("δ", 0)
     return largest_passing(lambda d: holds(eps, d, k, total_eps, total_d),
-                           low=0.0, high=1.0, high_open=True, name="δ")
+                           low=0.0, high=1.0, high_open=True, low_open=False, name="δ")
 
 
 def _kfold(eps: float, k: int) -> float:

@@ -146,8 +146,11 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         (Q, NOISE, count, EPSILON, DELTA), solve_for=solve_for)
     if "delta" in values and values["delta"] == 0:
         raise InfeasibleError("DP-SGD with Gaussian noise is never (ε, 0)-DP; give --delta > 0")
+    # one solve, the same in every output mode; the comparison rows come after it and never
+    # change or abort it
+    main = Accountant(accountant, tol)
+    value, bounds = _solve(main, unknown.name, dict(values))
     comparison = []
-    hint = None
     for other in ACCOUNTANTS if compare else ():
         if other == accountant:
             continue
@@ -155,11 +158,8 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         try:
             v, _ = _solve(acc, unknown.name, dict(values))
             comparison.append(Comparison(other, v, REFS[_REF[other]].short, acc.fallback_note))
-            hint = v if other == "rdp" else hint
         except comparison_failures() as exc:
             comparison.append(Comparison(other, None, REFS[_REF[other]].short, failure_note(exc)))
-    main = Accountant(accountant, tol)
-    value, bounds = _solve(main, unknown.name, values, hint)
     values[unknown.name] = value
     if count is EPOCHS:
         values["steps"] = steps_for(values["epochs"], values["q"])
@@ -190,11 +190,8 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         comparison=tuple(comparison), notes=tuple(notes), extra=extra, symbols=_SYMBOLS)
 
 
-def _solve(acc: Accountant, unknown: str, values: dict, hint: float | None = None):
-    """(private-side value, bracket or None) of ``unknown`` under one accountant.
-
-    ``hint`` is a nearby value of the unknown (another accountant's answer) to start from.
-    """
+def _solve(acc: Accountant, unknown: str, values: dict):
+    """(private-side value, bracket or None) of ``unknown`` under one accountant."""
     q, sigma = values.get("q"), values.get("sigma")
     eps = values.get("epsilon")
     log_d = log_of(values["delta"]) if "delta" in values else None
@@ -221,7 +218,7 @@ def _solve(acc: Accountant, unknown: str, values: dict, hint: float | None = Non
         if acc.name == "pld":
             # The PLD bound is only 1e-3 tight, so 2e-5 on σ is plenty; seed the bracket with
             # a secant root of the continuous upper bound (any guess is safe: holds decides).
-            guess = _pld_sigma_guess(acc, q, steps, eps, log_d, hint)
+            guess = _pld_sigma_guess(acc, q, steps, eps, log_d)
             guess_rtol, rtol = 1e-4, 2e-5
         return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d), low=0.0,
                                 high=math.inf, low_open=True, name="σ", rtol=rtol,
@@ -238,19 +235,26 @@ def _solve(acc: Accountant, unknown: str, values: dict, hint: float | None = Non
                                   f"(< 1/q = {1 / q:.6g})")
         assert steps_for(epochs, q) <= most  # checked both ways: ⌈epochs/q⌉ steps fit
         return epochs, None
-    # q: the largest rate (steps follow from epochs when epochs were given)
-    return largest_passing(lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
-                           low=0.0, high=1.0, high_open=False, name="q", rtol=1e-9), None
+    # q: the largest rate (steps follow from epochs when epochs were given); a rate below
+    # epochs/MAX_STEPS would need more steps than dpcalc accounts for
+    low = 0.0 if "steps" in values else float(Fraction(values["epochs"]) / MAX_STEPS)
+    try:
+        return largest_passing(lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
+                               low=low, high=1.0, high_open=False, name="q", rtol=1e-9), None
+    except InfeasibleError:
+        if low == 0.0:
+            raise
+        raise InfeasibleError(f"no q >= {low:.3g} meets the target (a smaller q would need more "
+                              f"than {MAX_STEPS:.0e} steps)") from None
 
 
-def _pld_sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float, log_delta: float,
-                     hint: float | None) -> float | None:
+def _pld_sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
+                     log_delta: float) -> float | None:
     """Secant iteration on log σ ↦ log ε_upper(σ) towards the target ε (a guess only)."""
     if epsilon <= 0:
         return None
-    # seed: the hint, else the moments-accountant scaling σ ≈ q√(2T ln(1/δ))/ε [ACGMMTZ16]
-    x0 = math.log(hint) if hint else math.log(max(0.5, q * math.sqrt(
-        2.0 * steps * -log_delta) / epsilon))
+    # seed: the moments-accountant scaling σ ≈ q√(2T ln(1/δ))/ε [ACGMMTZ16]
+    x0 = math.log(max(0.5, q * math.sqrt(2.0 * steps * -log_delta) / epsilon))
     try:
         f0 = math.log(acc.epsilon(q, math.exp(x0), steps, log_delta)[0]) - math.log(epsilon)
         x1 = x0 - 0.05 if f0 > -0.05 else x0 + 0.05
