@@ -93,7 +93,8 @@ def test_piped_dpsgd_result_composes_to_its_own_epsilon():
         done = cli("compose", "--from", "-", "--total-delta", "1e-5", "--method", method,
                    "--value", stdin=first.stdout)
         assert done.returncode == 0, done.stderr
-        assert float(done.stdout) == eps
+        # the record's ε is read up to a double (at most one ulp when its decimal is not one)
+        assert eps <= float(done.stdout) <= math.nextafter(eps, math.inf)
     human = cli("compose", "--from", "-", "--total-delta", "1e-5", stdin=first.stdout)
     assert human.returncode == 0 and "Infinity" not in human.stdout
 
@@ -213,3 +214,85 @@ def test_largest_passing_returns_a_closed_low_end():
     assert 0.125 <= got <= 0.25
     with pytest.raises(InfeasibleError):
         largest_passing(lambda x: x <= 0.0, low=0.0, high=math.inf, high_open=True, name="x")
+
+
+# ---- item 7: inputs read to the private-side double, in one place ------------------------------
+
+def _all_params():
+    import importlib
+
+    from dpcalc.params import Param
+
+    out = []
+    for mod in ("dpcalc.params", "dpcalc.api.compose", "dpcalc.api.compose_list",
+                "dpcalc.api.dpsgd", "dpcalc.api.subsample", "dpcalc.api.rdp"):
+        m = importlib.import_module(mod)
+        out += [(mod, n, v) for n, v in vars(m).items() if isinstance(v, Param)]
+    return out
+
+
+@pytest.mark.parametrize("text", ["0.1", "0.3000000000000000000001", "2.38200000000000000001",
+                                  "0.99999999999999994"])
+def test_every_param_reads_a_decimal_to_its_private_side(text):
+    exact = Decimal(text)
+    for mod, name, param in _all_params():
+        if param.integer or exact >= Decimal(repr(param.high)):
+            continue
+        try:
+            got = param.parse(text)
+        except Exception as exc:  # only a domain error, never a crash
+            from dpcalc.errors import DomainError
+
+            assert isinstance(exc, DomainError), (mod, name)
+            continue
+        if param.safer == "larger":
+            assert Decimal(got) <= exact, (mod, name)
+        else:
+            assert Decimal(got) >= exact, (mod, name)
+        assert abs(Decimal(got) - exact) <= Decimal(math.ulp(float(exact))), (mod, name)
+
+
+def test_directions_of_the_parameters_that_matter():
+    import importlib
+
+    from dpcalc.api import compose as _  # noqa: F401
+
+    comp = importlib.import_module("dpcalc.api.compose")
+    from dpcalc.params import DELTA, SENSITIVITY, SIGMA, Q
+
+    assert SIGMA.input_rounding == "down" and DELTA.input_rounding == "down"
+    assert Q.input_rounding == "up" and SENSITIVITY.input_rounding == "up"
+    assert comp.EPSILON.input_rounding == "up" and comp.TOTAL_EPSILON.input_rounding == "down"
+    assert Decimal(SIGMA.parse("0.1")) < Decimal("0.1") < Decimal(Q.parse("0.1"))
+
+
+def test_just_below_one_stays_below_one_or_is_refused():
+    nines = "0.999999999999999999999"
+    done = cli("gaussian", "--sigma", "1", "--delta", nines, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout, parse_float=Decimal)["parameters"]["delta"] < 1
+    done = cli("dpsgd", "--q", "0.01", "--sigma", "1", "--epochs", "1", "--delta", "1e-5",
+               "--tolerance", nines, "--value")
+    assert done.returncode == 0, done.stderr
+    # a mechanism's own δ is read up: 1.0 is outside [0, 1), so exit 2 naming it
+    done = cli("compose", "--epsilon", "1", "--delta", nines, "--k", "2", "--total-epsilon", "3")
+    assert done.returncode == 2 and ERROR.match(done.stderr) and "--delta" in done.stderr
+    assert "[0, 1)" in done.stderr
+
+
+def test_record_guarantee_in_from_is_read_up():
+    import importlib
+
+    cl = importlib.import_module("dpcalc.api.compose_list")
+    mech = cl._mechanism({"epsilon": Decimal("0.1"), "delta": Decimal("1e-6")}, 1)
+    assert Decimal(mech["epsilon"]) >= Decimal("0.1")
+    assert Decimal(mech["delta"]) >= Decimal("1e-6")
+
+
+# ---- item 17: dpsgd δ range, one rule ----------------------------------------------------------
+
+@pytest.mark.parametrize("delta", ["0", "1", "0.0"])
+def test_dpsgd_delta_outside_open_interval_is_exit_2(delta):
+    done = cli("dpsgd", "--q", "0.01", "--sigma", "1", "--epochs", "1", "--delta", delta)
+    assert done.returncode == 2 and done.stdout == "" and ERROR.match(done.stderr)
+    assert "--delta" in done.stderr and "(0, 1)" in done.stderr

@@ -11,7 +11,7 @@ import math
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
 from dpcalc.errors import InfeasibleError, UsageError
 from dpcalc.numeric.directed import Number, exp_up, log_of
-from dpcalc.params import INF, Param
+from dpcalc.params import INF, Param, exact_value
 from dpcalc.references import REFS
 from dpcalc.result import Comparison, Result
 from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
@@ -83,8 +83,9 @@ class _Composition:
         Basic and optimal composition meet (kε, kδ) exactly [DR14, Thm 3.16; KOV15, Thm 3.3],
         which the log-space bounds (padded up) cannot certify when the budget is exactly kδ.
         """
+        exact = exact_value  # a tie between exact inputs (δ and total δ as written) is a tie
         if self.method != "advanced" and self.group in (None, 1) and self.rel.basic_fits(
-                eps, delta, k, total_eps, total_delta):
+                exact(eps), exact(delta), k, exact(total_eps), exact(total_delta)):
             return True
         return self.holds(eps, log_of(delta), k, total_eps, log_of(total_delta))
 

@@ -16,12 +16,14 @@ from dpcalc.api._common import comparison_failures, failure_note
 from dpcalc.errors import InfeasibleError, UsageError
 from dpcalc.numeric.directed import exp_up, log_of
 from dpcalc.numeric.logspace import log_sub, log_sum
-from dpcalc.params import DELTA, EPSILON, INF, SENSITIVITY, SIGMA, Param
+from dpcalc.params import INF, SENSITIVITY, SIGMA, Param, exact_value
 from dpcalc.references import REFS
 from dpcalc.result import Comparison, Result
 from dpcalc.solve import smallest_passing
 
 TOTAL_EPSILON = Param("total_epsilon", 0.0, INF, False, True, "larger", symbol="total ε")
+MECH_EPSILON = Param("epsilon", 0.0, INF, False, True, "smaller", symbol="ε")
+MECH_DELTA = Param("delta", 0.0, 1.0, False, True, "smaller", tiny_ok=True, symbol="δ")
 TOTAL_DELTA = Param("total_delta", 0.0, 1.0, False, True, "larger", tiny_ok=True,
                     symbol="total δ")
 
@@ -85,7 +87,8 @@ def _mechanism(rec: dict, position: int) -> dict:
         raise UsageError(f"--from: record {position} comes from an unknown command {command!r}")
     fields = rec.get("parameters") if isinstance(rec.get("parameters"), dict) else rec
     out: dict = {}
-    for name, param in zip(("epsilon", "delta"), (EPSILON, DELTA), strict=True):
+    # a record's (ε, δ) is a mechanism's guarantee: read up when not a double (MECH_*)
+    for name, param in zip(("epsilon", "delta"), (MECH_EPSILON, MECH_DELTA), strict=True):
         key = _GUARANTEE_KEYS[command][0 if name == "epsilon" else 1]
         raw = fields.get(key)
         if raw is None or isinstance(raw, bool | str | list | dict):
@@ -137,7 +140,7 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
             if te is None and td is None:
                 return e, exp_up(ld)
             if te is None:
-                if not rel.basic_hetero_fits(eps, deltas, math.inf, td):
+                if not rel.basic_hetero_fits(*_exact(eps, deltas, td)):
                     raise InfeasibleError("basic: Σδ exceeds --total-delta")
                 return e, None
             if e > te:
@@ -195,7 +198,7 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
             raise UsageError("give --total-delta or --total-epsilon")
         if te is None:
             e = rel.numerical_hetero_epsilon(eps, log_ds, log_td)
-            if rel.basic_hetero_fits(eps, deltas, math.inf, td):  # optimal is never above basic
+            if rel.basic_hetero_fits(*_exact(eps, deltas, td)):  # optimal is never above basic
                 e = min(e, rel.basic_hetero_epsilon(eps))
             if not math.isfinite(e):
                 raise InfeasibleError("no total ε meets --total-delta: it is below the δ the "
@@ -234,6 +237,12 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
         comparison=tuple(comparison), notes=tuple(notes),
         extra={"mechanisms": len(mechs), "exact_gaussian": all_gaussian},
         symbols={"k": "mechanisms", "total_epsilon": "total ε", "total_delta": "total δ"})
+
+
+def _exact(eps: list, deltas: list, td: object) -> tuple:
+    """The inputs as written, for the exact Σδ <= total δ check (a tie is a tie)."""
+    return ([exact_value(e) for e in eps], [exact_value(d) for d in deltas], math.inf,
+            exact_value(td))
 
 
 def _ref(method: str, all_gaussian: bool) -> str:

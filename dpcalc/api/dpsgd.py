@@ -8,7 +8,7 @@ from fractions import Fraction
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
 from dpcalc.numeric.directed import exp_up, log_of
-from dpcalc.params import DELTA, EPSILON, INF, Param, Q
+from dpcalc.params import EPSILON, INF, Param, Q
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
 from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
@@ -18,8 +18,12 @@ _REF = {"pld": "GLW21", "rdp": "MTZ19", "moments": "ACGMMTZ16", "strong": "DRV10
 
 EPOCHS = Param("epochs", 0.0, INF, True, True, "smaller", symbol="epochs")
 STEPS = Param("steps", 0, 10**10, True, False, "smaller", integer=True, symbol="steps")
-TOLERANCE = Param("tolerance", 0.0, 1.0, True, True, "smaller", symbol="tolerance")
+# never solved; a given tolerance is read down (a tighter bracket is never less sound)
+TOLERANCE = Param("tolerance", 0.0, 1.0, True, True, "larger", symbol="tolerance")
 NOISE = Param("sigma", 0.0, INF, True, True, "larger", symbol="σ")
+#: DP-SGD's Gaussian noise is never (ε, 0)-DP: δ = 0 is outside the domain (exit 2), as the
+#: help says, not an infeasible target
+DELTA = Param("delta", 0.0, 1.0, True, True, "larger", tiny_ok=True, symbol="δ")
 
 _SYMBOLS = {"q": "q", "sigma": "σ", "epochs": "epochs", "steps": "steps", "epsilon": "ε",
             "delta": "δ"}
@@ -144,8 +148,6 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         {"q": q, "sigma": sigma, count.name: epochs if count is EPOCHS else steps,
          "epsilon": epsilon, "delta": delta},
         (Q, NOISE, count, EPSILON, DELTA), solve_for=solve_for)
-    if "delta" in values and values["delta"] == 0:
-        raise InfeasibleError("DP-SGD with Gaussian noise is never (ε, 0)-DP; give --delta > 0")
     # one solve, the same in every output mode; the comparison rows come after it and never
     # change or abort it
     main = Accountant(accountant, tol)
