@@ -296,3 +296,55 @@ def test_dpsgd_delta_outside_open_interval_is_exit_2(delta):
     done = cli("dpsgd", "--q", "0.01", "--sigma", "1", "--epochs", "1", "--delta", delta)
     assert done.returncode == 2 and done.stdout == "" and ERROR.match(done.stderr)
     assert "--delta" in done.stderr and "(0, 1)" in done.stderr
+
+
+# ---- item 16: the optimal zCDP conversion; no cap on the RDP order ----------------------------
+
+def _cks_log_delta_inf(mu: float, eps: float) -> mpmath.mpf:
+    """inf over α > 1 of the [CKS20, Prop 12] bound for RDP αμ²/2, mpmath at 50 digits."""
+    with mpmath.workdps(50):
+        rho, e = mpmath.mpf(mu) ** 2 / 2, mpmath.mpf(eps)
+
+        def f(log_am1):
+            a = 1 + mpmath.exp(log_am1)
+            return (a - 1) * (a * rho - e + mpmath.log(1 - 1 / a)) - mpmath.log(a)
+
+        centre = mpmath.log(max(e / (2 * rho), mpmath.mpf("1e-10")))
+        grid = [centre + mpmath.mpf(i) / 10 for i in range(-200, 201)]
+        best = min(grid, key=f)
+        x = mpmath.findroot(lambda t: mpmath.diff(f, t), best)
+        return min(f(x), f(best))
+
+
+def test_zcdp_uses_the_optimal_conversion_on_the_issue_example():
+    got = value("gaussian", "--sigma", "4", "--delta", "1e-3", "--method", "zcdp")
+    assert got < 0.70  # Bun–Steinke's ρ + 2√(ρ ln(1/δ)) gives 0.960 here
+    assert round(got, 3) == 0.688
+    # sound: at the reported ε even the optimal α cannot certify a smaller δ than the target…
+    assert _cks_log_delta_inf(0.25, got) <= mpmath.log(mpmath.mpf(1e-3))
+    # …and never below the exact (analytic) ε
+    assert got >= value("gaussian", "--sigma", "4", "--delta", "1e-3")
+
+
+@pytest.mark.parametrize("sigma,eps", [(1e14, 3.28e-13), (1e9, 3e-8), (0.7, 3.0), (50.0, 0.5)])
+def test_rdp_order_search_is_not_capped_and_is_sound(sigma, eps):
+    from dpcalc.relations import gaussian as rel
+
+    mu = 1.0 / sigma
+    for method in ("rdp", "zcdp"):
+        got = rel.log_delta(method, sigma, eps)
+        best = _cks_log_delta_inf(mu, eps)
+        assert got >= best - mpmath.mpf(1e-9) * abs(best)  # never below the best α's bound
+        assert got <= best + mpmath.mpf(1e-6) * abs(best) + mpmath.mpf(1e-12)  # and near it
+        with mpmath.workdps(60):
+            mu_m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+            exact = mpmath.ncdf(mu_m / 2 - e / mu_m) - mpmath.exp(e) * mpmath.ncdf(
+                -mu_m / 2 - e / mu_m)
+            assert got >= mpmath.log(exact)  # [BW18] exact profile: dominance
+
+
+def test_rdp_gives_a_tiny_delta_for_huge_orders():
+    done = cli("gaussian", "--method", "rdp", "--sigma", "1e14", "--epsilon", "3.28e-13",
+               "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout, parse_float=Decimal)["value"] < Decimal("1e-240")

@@ -80,8 +80,6 @@ def _solve(method: str, unknown: str, values: dict) -> Number:
     guess = None
     if epsilon > 0 and method == "classic":
         guess = rel.classic_sigma(epsilon, log_target, sens)
-    elif epsilon > 0 and method == "zcdp":
-        guess = rel.zcdp_sigma(epsilon, log_target, sens)
     try:
         return smallest_passing(
             lambda s: rel.log_delta(method, s, epsilon, sens) <= log_target,
