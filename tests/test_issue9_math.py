@@ -348,3 +348,17 @@ def test_rdp_gives_a_tiny_delta_for_huge_orders():
                "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout, parse_float=Decimal)["value"] < Decimal("1e-240")
+
+
+def test_pld_sigma_solve_passes_and_is_tight():
+    import importlib
+
+    api = importlib.import_module("dpcalc.api.dpsgd")
+    from dpcalc.relations import pld
+
+    res = api.dpsgd(q=0.01, epochs=10, epsilon=1, delta=1e-5, compare=False)
+    sigma = res.value
+    upper = pld.epsilon_bounds(0.01, sigma, 1000, math.log(1e-5), 1e-3)[1]
+    assert upper <= 1.0
+    below = pld.epsilon_bounds(0.01, sigma * (1 - 1e-4), 1000, math.log(1e-5), 1e-3)[1]
+    assert below > 1.0

@@ -220,8 +220,8 @@ def _solve(acc: Accountant, unknown: str, values: dict):
         if acc.name == "pld":
             # The PLD bound is only 1e-3 tight, so 2e-5 on σ is plenty; seed the bracket with
             # a secant root of the continuous upper bound (any guess is safe: holds decides).
-            guess = _pld_sigma_guess(acc, q, steps, eps, log_d)
-            guess_rtol, rtol = 1e-4, 2e-5
+            guess, guess_rtol = _pld_sigma_guess(acc, q, steps, eps, log_d)
+            rtol = 2e-5
         return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d), low=0.0,
                                 high=math.inf, low_open=True, name="σ", rtol=rtol,
                                 guess=guess, guess_rtol=guess_rtol), None
@@ -251,23 +251,31 @@ def _solve(acc: Accountant, unknown: str, values: dict):
 
 
 def _pld_sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
-                     log_delta: float) -> float | None:
-    """Secant iteration on log σ ↦ log ε_upper(σ) towards the target ε (a guess only)."""
+                     log_delta: float) -> tuple[float | None, float]:
+    """Secant iteration on log σ ↦ log ε_upper(σ) towards the target ε: (guess, its accuracy).
+
+    Each PLD evaluation can cost seconds, so the secant runs until its own estimate of the
+    distance to the root is below 5e-6 in log σ; the solver then needs only the neighbouring
+    point to certify the answer (any guess is safe: ``holds`` decides).
+    """
     if epsilon <= 0:
-        return None
+        return None, 1e-4
     # seed: the moments-accountant scaling σ ≈ q√(2T ln(1/δ))/ε [ACGMMTZ16]
     x0 = math.log(max(0.5, q * math.sqrt(2.0 * steps * -log_delta) / epsilon))
     try:
         f0 = math.log(acc.epsilon(q, math.exp(x0), steps, log_delta)[0]) - math.log(epsilon)
         x1 = x0 - 0.05 if f0 > -0.05 else x0 + 0.05
-        for _ in range(8):
+        for _ in range(10):
             f1 = math.log(acc.epsilon(q, math.exp(x1), steps, log_delta)[0]) - math.log(epsilon)
-            if abs(f1) < 2e-4 or f1 == f0:
+            if f1 == f0:
                 break
-            x0, f0, x1 = x1, f1, x1 - f1 * (x1 - x0) / (f1 - f0)
-        return math.exp(x1)
+            step = f1 * (x1 - x0) / (f1 - f0)  # the secant's distance from x1 to the root
+            if abs(step) < 5e-6:
+                return math.exp(x1), max(4.0 * abs(step), 1e-8)
+            x0, f0, x1 = x1, f1, x1 - step
+        return math.exp(x1), 1e-4
     except (ArithmeticError, ValueError):
-        return None
+        return None, 1e-4
 
 
 def _curve(acc: Accountant, values: dict) -> list[dict]:
