@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from dpcalc.numeric.directed import Number
+
+
+def _nonfinite(x: object) -> bool:
+    if isinstance(x, float):
+        return not math.isfinite(x)
+    return isinstance(x, Decimal) and not x.is_finite()
+
+
+def _isnan(x: object) -> bool:
+    return x != x  # noqa: PLR0124 (NaN is the one value unequal to itself)
 
 
 @dataclass(frozen=True)
@@ -29,8 +40,8 @@ class Comparison:
 
     def __post_init__(self) -> None:
         # a comparison row never shows NaN or inf: it is "n/a" with the reason
-        if isinstance(self.value, float) and not math.isfinite(self.value):
-            reason = ("no finite bound from this method here" if not math.isnan(self.value)
+        if _nonfinite(self.value):
+            reason = ("no finite bound from this method here" if not _isnan(self.value)
                       else "could not be evaluated for these inputs (NaN)")
             object.__setattr__(self, "value", None)
             object.__setattr__(self, "note", "; ".join(n for n in (self.note, reason) if n))
@@ -60,11 +71,14 @@ class Result:
 
     def __post_init__(self) -> None:
         # the last line of defence: a result is never NaN or inf (exit 0 with "Infinity")
-        if isinstance(self.value, float) and not math.isfinite(self.value):
+        if _nonfinite(self.value):
             from dpcalc.errors import InfeasibleError, NumericalError
 
-            if math.isnan(self.value):
+            if _isnan(self.value):
                 raise NumericalError(f"{self.solved_for} could not be computed (NaN) by "
                                      f"{self.method}")
             raise InfeasibleError(f"the {self.method} bound gives no finite {self.solved_for} "
                                   "for these inputs: no guarantee follows from it")
+        if self.solved_for.endswith("delta") and self.direction == "upper" and self.value == 1:
+            # a vacuous bound is a statement, not a number to trust
+            object.__setattr__(self, "notes", (*self.notes, "δ = 1: no guarantee"))

@@ -22,6 +22,7 @@ RTOL = 1e-12
 #: The accuracy assumed of a closed-form guess (the default ``guess_rtol``).
 CLOSED_FORM_RTOL = 1e-9
 _MAX_STEPS = 400
+_MAX_DOUBLE = 1.7976931348623157e308
 
 
 def _passes(holds: Predicate, x: float) -> bool:
@@ -110,15 +111,15 @@ def smallest_passing(holds: Predicate, *, low: float, high: float, low_open: boo
     fail = x
     for ratio in _widening(first):
         above = fail * ratio if fail > 0 else 1.0
-        if above >= high:
-            if math.isinf(high) or not _passes(holds, high):
+        if above >= high or above > _MAX_DOUBLE:
+            # the top of the domain (the largest double when it is unbounded) decides
+            top = high if not math.isinf(high) else _MAX_DOUBLE
+            if top <= fail or not _passes(holds, top):
                 raise InfeasibleError(f"no {name} up to {_cap(high)} meets the target")
-            return _bisect(holds, fail, high, rtol)
+            return _bisect(holds, fail, top, rtol)
         if _passes(holds, above):
             return _bisect(holds, fail, above, rtol)
         fail = above
-        if fail > 1e300:
-            raise InfeasibleError(f"no {name} up to 1e300 meets the target")
     raise AssertionError("unreachable")
 
 

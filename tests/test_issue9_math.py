@@ -362,3 +362,122 @@ def test_pld_sigma_solve_passes_and_is_tight():
     assert upper <= 1.0
     below = pld.epsilon_bounds(0.01, sigma * (1 - 1e-4), 1000, math.log(1e-5), 1e-3)[1]
     assert below > 1.0
+
+
+# ---- items 13 and 14: extreme inputs answer in seconds, name no OverflowError ------------------
+
+def test_huge_sigma_is_evaluated_at_the_cap_with_a_note():
+    import importlib
+
+    api = importlib.import_module("dpcalc.api.dpsgd")
+    res = api.dpsgd(q=0.01, sigma="1e308", epochs=1, delta=1e-5)
+    capped = api.dpsgd(q=0.01, sigma=api.SIGMA_EVAL_MAX, epochs=1, delta=1e-5, compare=False)
+    assert res.value == capped.value  # more noise is never less private: same upper bound
+    assert any("evaluated at" in n for n in res.notes)
+    done = cli("dpsgd", "--q", "0.01", "--sigma", "1e308", "--epochs", "1", "--epsilon", "1",
+               "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout, parse_float=Decimal)
+    assert out["value"] < Decimal("1e-300")
+    assert Decimal("9.99e307") < out["parameters"]["sigma"] <= Decimal("1e308")  # read down
+
+
+def test_sigma_solve_stops_at_its_floor_with_a_note():
+    done = cli("dpsgd", "--q", "1", "--epochs", "1", "--epsilon", "1e300", "--delta", "0.999999",
+               "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["value"] >= 1e-3 and any("smallest noise" in n for n in out["notes"])
+
+
+@pytest.mark.parametrize("args", [
+    ("--q", "1", "--sigma", "1e-5", "--steps", "100000", "--epsilon", "1e5"),
+    ("--q", "1", "--sigma", "1e-30", "--steps", "10000000000", "--epsilon", "1e-30"),
+])
+def test_pld_out_of_range_answers_with_rdp_and_says_so(args):
+    done = cli("dpsgd", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["value"] == 1.0 and any("no guarantee" in n for n in out["notes"])
+    assert any("cannot certify" in n for n in out["notes"])
+
+
+_EXTREMES = ["1e-300", "1e-30", "1e-5", "0.5", "1", "30", "700", "1e5", "1e15", "1e154",
+             "2e154", "1e300", "1.7976931348623157e308"]
+
+
+@pytest.mark.parametrize("method", ["analytic", "classic", "chernoff", "rdp", "zcdp"])
+def test_gaussian_log_delta_is_a_number_at_every_extreme(method):
+    from dpcalc.relations import gaussian as rel
+
+    for s in _EXTREMES:
+        for e in ["0", *_EXTREMES]:
+            got = rel.log_delta(method, float(s), float(e))
+            assert got == got and got <= 0.0 and got != -math.inf, (method, s, e)
+
+
+def test_gaussian_extreme_delta_is_an_upper_bound_not_zero():
+    from dpcalc.relations import gaussian as rel
+
+    # t = ε/μ − μ/2 = 3e308·… overflows: the floor of the double range, never −inf (δ = 0)
+    assert rel.log_delta("analytic", 30.0, 1e308) == rel.LOG_FLOOR
+    with mpmath.workdps(30):
+        z = mpmath.mpf(1e100)  # σ = 1, ε = 1e100: log δ ≈ −z²/2
+        assert rel.log_delta("analytic", 1.0, 1e100) >= -(z * z) / 2 - z
+
+
+def test_small_fuzz_never_overflow_nan_or_internal_error(capsys):
+    import random
+
+    from dpcalc.cli import main
+
+    rng = random.Random(9)
+    shapes = {
+        "gaussian": [["--sigma", "--epsilon"], ["--sigma", "--delta"], ["--epsilon", "--delta"]],
+        "laplace": [["--scale", "--delta"], ["--epsilon", "--delta"], ["--scale", "--epsilon"]],
+        "compose": [["--epsilon", "--delta", "--k", "--total-delta"],
+                    ["--epsilon", "--delta", "--k", "--total-epsilon"],
+                    ["--delta", "--k", "--total-epsilon", "--total-delta"]],
+        "subsample": [["--epsilon", "--delta", "--q"],
+                      ["--delta", "--q", "--amplified-epsilon", "--amplified-delta"]],
+    }
+    values = ["0", "1e-300", "1e-10", "1e-5", "0.5", "0.999999", "1", "30", "710", "1e10",
+              "1e154", "1e300", "1e308"]
+    for _ in range(150):
+        cmd = rng.choice(list(shapes))
+        argv = [cmd]
+        for opt in rng.choice(shapes[cmd]):
+            v = rng.choice(["1", "50", "100000"]) if opt == "--k" else rng.choice(values)
+            argv += [opt, v]
+        if cmd in ("gaussian", "compose"):
+            methods = (("analytic", "classic", "chernoff", "rdp", "zcdp") if cmd == "gaussian"
+                       else ("optimal", "advanced", "basic"))
+            argv += ["--method", rng.choice(methods)]
+        code = main([*argv, "--json"])
+        out, err = capsys.readouterr()
+        assert code in (0, 1, 2), (argv, err)
+        assert "OverflowError" not in err and "internal error" not in err, (argv, err)
+        no_nonfinite(out)
+        if code == 0:
+            assert err == "", (argv, err)
+            json.loads(out, parse_float=Decimal)
+
+
+@pytest.mark.parametrize("lam", [1e101, 1e150, 1e200, 1e308])
+def test_laplace_rdp_for_huge_scale_is_an_upper_bound(lam):
+    from dpcalc.relations import rdp as rel
+
+    for alpha in (1.01, 2.0, 32.0):
+        got = rel.rdp_laplace([alpha], lam)[0]
+        with mpmath.workdps(1400):
+            a, al = 1 / mpmath.mpf(lam), mpmath.mpf(alpha)
+            exact = mpmath.log(al / (2 * al - 1) * mpmath.exp((al - 1) * a)
+                               + (al - 1) / (2 * al - 1) * mpmath.exp(-al * a)) / (al - 1)
+        assert got > 0 and got >= exact
+
+
+def test_gaussian_sigma_too_small_to_solve_epsilon_names_the_option():
+    done = cli("gaussian", "--sigma", "1e-300", "--delta", "1e-5")
+    assert done.returncode == 2 and ERROR.match(done.stderr)
+    assert "--sigma must be at least" in done.stderr and "OverflowError" not in done.stderr
+    assert value("gaussian", "--sigma", "1e-150", "--delta", "1e-5") >= 5e299  # ≈ μ²/2

@@ -47,6 +47,38 @@ def steps_for(epochs: float, q: float) -> int:
     return steps
 
 
+#: The largest noise multiplier the accountants evaluate. A larger σ is evaluated at this one:
+#: more noise is never less private (adding noise is post-processing), so the bound stays an
+#: upper bound, and the output says so. (Beyond it the PLD grid and the strong accountant's
+#: per-step profile leave the double range.)
+SIGMA_EVAL_MAX = 1e6
+#: The smallest noise multiplier a σ solve goes down to: when it already meets the target, it is
+#: the answer (an upper bound on the smallest σ that does; the output says so).
+SIGMA_SOLVE_MIN = 1e-3
+
+
+def _pld_call(fn, *args):
+    """A PLD evaluation; float trouble outside its grid's range is "cannot certify" too.
+
+    The accountant then answers with the RDP bound and says so (as for PLDUncertifiable).
+    """
+    import warnings
+
+    from dpcalc.relations import pld
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = fn(*args)
+    except (ArithmeticError, ValueError) as exc:
+        raise pld.PLDUncertifiable(f"the PLD grid leaves the double range "
+                                   f"({type(exc).__name__})") from exc
+    pairs = [result] if isinstance(result, tuple) else [row[1:] for row in result]
+    if any(x != x or x == math.inf for pair in pairs for x in pair):  # NaN, or no finite bound
+        raise pld.PLDUncertifiable("the PLD bound is not finite here")
+    return result
+
+
 class Accountant:
     """ε(δ) and δ(ε) of T steps of the Poisson-subsampled Gaussian under one accountant."""
 
@@ -54,11 +86,20 @@ class Accountant:
         self.name = name
         self.tolerance = tolerance
         self.fallback_note = ""
+        self.clamp_note = ""
         self._seen: dict[tuple, tuple[float, tuple[float, float] | None]] = {}
+
+    def _evaluated_sigma(self, sigma: float) -> float:
+        if sigma <= SIGMA_EVAL_MAX:
+            return sigma
+        self.clamp_note = (f"σ above {SIGMA_EVAL_MAX:.0e} is evaluated at {SIGMA_EVAL_MAX:.0e}: "
+                           "more noise is never less private, so the bound is an upper bound")
+        return SIGMA_EVAL_MAX
 
     def epsilon(self, q: float, sigma: float, steps: int,
                 log_delta: float) -> tuple[float, tuple[float, float] | None]:
         """(upper bound on ε, certified bracket or None); each point is computed once."""
+        sigma = self._evaluated_sigma(sigma)
         key = (q, sigma, steps, log_delta)
         if key not in self._seen:
             self._seen[key] = self._epsilon(q, sigma, steps, log_delta)
@@ -72,7 +113,8 @@ class Accountant:
             from dpcalc.relations import pld
 
             try:
-                lower, upper = pld.epsilon_bounds(q, sigma, steps, log_delta, self.tolerance)
+                lower, upper = _pld_call(pld.epsilon_bounds, q, sigma, steps, log_delta,
+                                         self.tolerance)
                 return upper, (lower, upper)
             except pld.PLDUncertifiable as exc:
                 self.fallback_note = (f"the PLD grid cannot certify this δ ({exc}); the answer "
@@ -90,11 +132,14 @@ class Accountant:
         """(upper bound on log δ, certified bracket of log δ or None)."""
         from dpcalc.relations import dpsgd as rel
 
+        sigma = self._evaluated_sigma(sigma)
+
         if self.name == "pld":
             from dpcalc.relations import pld
 
             try:
-                lower, upper = pld.log_delta_bounds(q, sigma, steps, epsilon, self.tolerance)
+                lower, upper = _pld_call(pld.log_delta_bounds, q, sigma, steps, epsilon,
+                                         self.tolerance)
                 return upper, (lower, upper)
             except pld.PLDUncertifiable as exc:
                 self.fallback_note = (f"the PLD grid cannot certify this δ ({exc}); the answer "
@@ -173,6 +218,11 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     if main.fallback_note:
         notes.append(main.fallback_note)
         method = "rdp"
+    if main.clamp_note:
+        notes.append(main.clamp_note)
+    if unknown.name == "sigma" and value == SIGMA_SOLVE_MIN:
+        notes.append(f"σ = {SIGMA_SOLVE_MIN:g} is the smallest noise dpcalc solves for; it "
+                     "meets the target, and a smaller σ may too")
     if count is EPOCHS and unknown.name != "epochs":
         notes.append(f"steps = ⌈epochs/q⌉ = {values['steps']}")
     extra: dict = {}
@@ -222,8 +272,9 @@ def _solve(acc: Accountant, unknown: str, values: dict):
             # a secant root of the continuous upper bound (any guess is safe: holds decides).
             guess, guess_rtol = _pld_sigma_guess(acc, q, steps, eps, log_d)
             rtol = 2e-5
-        return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d), low=0.0,
-                                high=math.inf, low_open=True, name="σ", rtol=rtol,
+        return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d),
+                                low=SIGMA_SOLVE_MIN, high=SIGMA_EVAL_MAX, low_open=False,
+                                name="σ", rtol=rtol,
                                 guess=guess, guess_rtol=guess_rtol), None
     if unknown == "steps":
         return largest_passing_int(lambda n: acc.holds(q, sigma, n, eps, log_d), low=1,
@@ -295,7 +346,8 @@ def _curve(acc: Accountant, values: dict) -> list[dict]:
         from dpcalc.relations import pld
 
         try:
-            rows = pld.epsilon_curve(q, sigma, steps_list, log_d, acc.tolerance)
+            rows = _pld_call(pld.epsilon_curve, q, acc._evaluated_sigma(sigma), steps_list,
+                             log_d, acc.tolerance)
             return [{"epochs": e, "steps": s, "epsilon": hi, "lower": lo}
                     for e, (s, lo, hi) in zip(points, rows, strict=True)]
         except pld.PLDUncertifiable:

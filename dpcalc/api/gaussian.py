@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
-from dpcalc.errors import InfeasibleError
+from dpcalc.errors import DomainError, InfeasibleError
 from dpcalc.numeric.directed import Number, exp_up, log_of
 from dpcalc.params import DELTA, EPSILON, SENSITIVITY, SIGMA
 from dpcalc.references import REFS
@@ -14,6 +14,8 @@ from dpcalc.result import Comparison, Result
 from dpcalc.solve import smallest_passing
 
 _CLASSIC_LIMIT = 1.0
+#: μ = Δ/σ above which the ε of a δ < 1 exceeds the double range (ε ≈ μ²/2 > 5e307)
+_MU_MAX = 1e154
 
 
 def gaussian(*, sigma: object = None, epsilon: object = None, delta: object = None,
@@ -73,9 +75,17 @@ def _solve(method: str, unknown: str, values: dict) -> Number:
         raise InfeasibleError(_pure_dp_impossible())
     if unknown == "epsilon":
         sigma = values["sigma"]
-        return smallest_passing(
-            lambda e: rel.log_delta(method, sigma, e, sens) <= log_target,
-            low=0.0, high=math.inf, low_open=False, name="ε")
+        try:
+            return smallest_passing(
+                lambda e: rel.log_delta(method, sigma, e, sens) <= log_target,
+                low=0.0, high=math.inf, low_open=False, name="ε")
+        except InfeasibleError:
+            # ε grows like μ²/2 (μ = Δ/σ): past μ = 1e154 it leaves the double range
+            if sens / sigma > _MU_MAX:
+                raise DomainError(f"--sigma must be at least {sens / _MU_MAX:.3g} (= "
+                                  f"--sensitivity/{_MU_MAX:.0e}) to solve ε: a smaller σ needs "
+                                  "an ε beyond the double range") from None
+            raise
     epsilon = values["epsilon"]
     guess = None
     if epsilon > 0 and method == "classic":

@@ -43,6 +43,10 @@ REFERENCE = {
 }
 
 _U = 2.0**-53  # unit roundoff of a double
+#: The most negative finite double: an upper bound on a log δ that is below the double range.
+LOG_FLOOR = -1.7976931348623157e308
+#: t beyond which t²/2 exceeds the double range (√(2 · 1.7977e308) = 1.8962e154).
+_T_FLOOR = 1.9e154
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -61,9 +65,14 @@ def log_delta(method: str, sigma: float, epsilon: float, sensitivity: float = 1.
 
     References: BW18, DR14, Che19, Mir17, CKS20, BS16.
     """
+    mu = sensitivity / sigma
+    if epsilon / mu - mu / 2.0 > _T_FLOOR:
+        # [Che19, eq 6.5] δ(ε) <= P(ξ > t) <= e^{−t²/2}, t = ε/μ − μ/2, and every method's own
+        # bound is as small here: log δ is below the double range, and its floor is an upper
+        # bound (never −inf, which would claim δ = 0)
+        return LOG_FLOOR
     if method == "analytic":
         return analytic_log_delta(sigma, epsilon, sensitivity)
-    mu = sensitivity / sigma
     if method == "classic":
         return classic_log_delta(mu, epsilon)
     if method == "chernoff":
@@ -110,13 +119,17 @@ def _analytic_log_delta_mp(sigma: float, epsilon: float, sensitivity: float) -> 
     """[BW18, Thm 8] in mpmath; precision grows until 25 digits survive the cancellation."""
     import mpmath
 
+    mu_f = sensitivity / sigma
+    # b = −μ/2 − ε/μ beyond −1e150 (σ near the bottom of the double range) is past mpmath's
+    # ncdf; the term e^ε Φ(b) is then dropped, which only enlarges δ (an upper bound)
+    drop_t2 = -mu_f / 2.0 - epsilon / mu_f < -1e150
     dps = 40
     while dps <= 5000:
         with mpmath.workdps(dps):
             s, e, d = mpmath.mpf(sigma), mpmath.mpf(epsilon), mpmath.mpf(sensitivity)
             mu = d / s
             t1 = mpmath.ncdf(mu / 2 - e / mu)
-            t2 = mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+            t2 = 0 if drop_t2 else mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
             diff = t1 - t2
             if diff > 0 and diff > t1 * mpmath.mpf(10) ** (25 - dps):
                 # about 25 correct digits: the float log is within an ulp or two
@@ -136,7 +149,7 @@ def classic_log_delta(mu: float, epsilon: float) -> float:
     """
     z = epsilon / mu
     value = math.log(1.25) - 0.5 * z * z
-    value += 8.0 * _U * (0.5 * z * z + 1.0)  # rounding allowance, towards larger δ
+    value += (4.0 * _U * z) * z + 8.0 * _U  # rounding allowance, towards larger δ
     return min(value, 0.0)
 
 
@@ -152,7 +165,7 @@ def chernoff_log_delta(mu: float, epsilon: float) -> float:
     if t <= 0.0:
         return 0.0
     value = -0.5 * t * t + min(0.0, -math.log(t) - _LOG_SQRT_2PI)
-    value += 16.0 * _U * (t * t + abs(math.log(t)) + 2.0)  # rounding allowance
+    value += (16.0 * _U * t) * t + 16.0 * _U * (abs(math.log(t)) + 2.0)  # rounding allowance
     return min(value, 0.0)
 
 
@@ -177,6 +190,8 @@ def rdp_log_delta(mu: float, epsilon: float) -> float:
     """
     alpha = rdp_order(mu, epsilon)
     value = _rdp_log_delta_at(alpha, mu, epsilon)
+    if value == -math.inf:  # the product left the double range below: its floor bounds it
+        return LOG_FLOOR
     # each of the few roundings is <= u relative to the terms it combines (αρ: 3, the sum: 2,
     # log1p: 1, the products: 2), so 16u times the sum of the magnitudes covers them all
     magnitude = ((alpha - 1.0) * (0.5 * (alpha * mu) * mu + epsilon - math.log1p(-1.0 / alpha))
