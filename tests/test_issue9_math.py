@@ -481,3 +481,12 @@ def test_gaussian_sigma_too_small_to_solve_epsilon_names_the_option():
     assert done.returncode == 2 and ERROR.match(done.stderr)
     assert "--sigma must be at least" in done.stderr and "OverflowError" not in done.stderr
     assert value("gaussian", "--sigma", "1e-150", "--delta", "1e-5") >= 5e299  # ≈ μ²/2
+
+
+def test_huge_per_mechanism_epsilon_total_is_sound_and_quiet():
+    done = cli("compose", "--epsilon", "1000", "--delta", "0", "--k", "10", "--total-delta",
+               "1e-5", "--value")
+    assert done.returncode == 0 and done.stderr == ""  # no RuntimeWarning either
+    got = float(done.stdout)
+    assert got <= 10000.0
+    assert kov_delta(1000.0, 0.0, 10, got) <= mpmath.mpf(1e-5)

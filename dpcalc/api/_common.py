@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from dpcalc.errors import GateError, UsageError
 from dpcalc.numeric.directed import Number
-from dpcalc.numeric.display import as_input, json_token, shorten
+from dpcalc.numeric.display import as_input, shorten
 from dpcalc.params import MAX_DELTA, MAX_EPSILON, Param
 from dpcalc.result import Result
 
@@ -132,4 +132,4 @@ def _gate(result: Result, key: str, limit: Number, option: str) -> None:
     if Decimal(got) > Decimal(limit):  # exact comparison (Decimal(float) is exact)
         # a solved value is shown rounded up; a value the user gave is shown as given
         shown = shorten(got, 6, "upper") if key == result.solved_for else as_input(got)
-        raise GateError(f"{option} {json_token(limit)} failed: {key} = {shown} exceeds it")
+        raise GateError(f"{option} {as_input(limit)} failed: {key} = {shown} exceeds it")
