@@ -490,3 +490,26 @@ def test_huge_per_mechanism_epsilon_total_is_sound_and_quiet():
     got = float(done.stdout)
     assert got <= 10000.0
     assert kov_delta(1000.0, 0.0, 10, got) <= mpmath.mpf(1e-5)
+
+
+def test_fallback_note_describes_the_answer_not_a_probe(monkeypatch):
+    import importlib
+
+    api = importlib.import_module("dpcalc.api.dpsgd")
+    from dpcalc.relations import pld
+
+    honest = api.dpsgd(q=0.01, epochs=1, epsilon=1, delta=1e-5, compare=False)
+    real, failed = pld.epsilon_bounds, []
+
+    def flaky(q, sigma, steps, log_delta, tol):
+        if sigma < honest.value * 0.999:  # probes well below the answer cannot be certified
+            failed.append(sigma)
+            raise pld.PLDUncertifiable("test")
+        return real(q, sigma, steps, log_delta, tol)
+
+    monkeypatch.setattr(pld, "epsilon_bounds", flaky)
+    res = api.dpsgd(q=0.01, epochs=1, epsilon=1, delta=1e-5, compare=False)
+    assert failed, "the search never probed below the answer"
+    assert res.method == "pld" and not any("cannot certify" in n for n in res.notes)
+    upper = real(0.01, res.value, 100, math.log(1e-5), 1e-3)[1]
+    assert upper <= 1.0

@@ -88,6 +88,7 @@ class Accountant:
         self.fallback_note = ""
         self.clamp_note = ""
         self._seen: dict[tuple, tuple[float, tuple[float, float] | None]] = {}
+        self._notes: dict[tuple, str] = {}  # the fallback note of each ε point, if any
 
     def _evaluated_sigma(self, sigma: float) -> float:
         if sigma <= SIGMA_EVAL_MAX:
@@ -102,8 +103,15 @@ class Accountant:
         sigma = self._evaluated_sigma(sigma)
         key = (q, sigma, steps, log_delta)
         if key not in self._seen:
+            self.fallback_note = ""
             self._seen[key] = self._epsilon(q, sigma, steps, log_delta)
+            self._notes[key] = self.fallback_note
         return self._seen[key]
+
+    def note_at(self, q: float, sigma: float, steps: int, log_delta: float) -> str:
+        """The fallback note of the ε point that certifies an answer ("" when none)."""
+        self.epsilon(q, sigma, steps, log_delta)  # memoised: the point the solver certified
+        return self._notes[(q, self._evaluated_sigma(sigma), steps, log_delta)]
 
     def _epsilon(self, q: float, sigma: float, steps: int,
                  log_delta: float) -> tuple[float, tuple[float, float] | None]:
@@ -197,6 +205,7 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     # change or abort it
     main = Accountant(accountant, tol)
     value, bounds = _solve(main, unknown.name, dict(values))
+    main.fallback_note = _answer_note(main, unknown.name, values, value)
     comparison = []
     for other in ACCOUNTANTS if compare else ():
         if other == accountant:
@@ -204,7 +213,8 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         acc = Accountant(other, tol)
         try:
             v, _ = _solve(acc, unknown.name, dict(values))
-            comparison.append(Comparison(other, v, REFS[_REF[other]].short, acc.fallback_note))
+            note = _answer_note(acc, unknown.name, values, v)
+            comparison.append(Comparison(other, v, REFS[_REF[other]].short, note))
         except comparison_failures() as exc:
             comparison.append(Comparison(other, None, REFS[_REF[other]].short, failure_note(exc)))
     values[unknown.name] = value
@@ -220,7 +230,7 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         method = "rdp"
     if main.clamp_note:
         notes.append(main.clamp_note)
-    if unknown.name == "sigma" and value == SIGMA_SOLVE_MIN:
+    if unknown.name == "sigma" and value <= SIGMA_SOLVE_MIN * (1.0 + 1e-3):
         notes.append(f"σ = {SIGMA_SOLVE_MIN:g} is the smallest noise dpcalc solves for; it "
                      "meets the target, and a smaller σ may too")
     if count is EPOCHS and unknown.name != "epochs":
@@ -240,6 +250,16 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         method=method, direction=direction, reference=REFS[_REF[method]].short,
         bounds=Bounds(*bounds) if bounds is not None else None,
         comparison=tuple(comparison), notes=tuple(notes), extra=extra, symbols=_SYMBOLS)
+
+
+def _answer_note(acc: Accountant, unknown: str, values: dict, value) -> str:
+    """The fallback note of the evaluation that certifies ``value`` (not of every probe)."""
+    if unknown == "delta":
+        return acc.fallback_note  # one evaluation, at the given point
+    point = dict(values, **{unknown: value})
+    if "epochs" in point:  # steps follow from epochs, as in the solve
+        point["steps"] = steps_for(point["epochs"], point["q"])
+    return acc.note_at(point["q"], point["sigma"], point["steps"], log_of(point["delta"]))
 
 
 def _solve(acc: Accountant, unknown: str, values: dict):
@@ -272,8 +292,10 @@ def _solve(acc: Accountant, unknown: str, values: dict):
             # a secant root of the continuous upper bound (any guess is safe: holds decides).
             guess, guess_rtol = _pld_sigma_guess(acc, q, steps, eps, log_d)
             rtol = 2e-5
+        # low_open: the floor is not probed first (a bisection towards it returns a point
+        # that passes, just above it, when it passes too)
         return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d),
-                                low=SIGMA_SOLVE_MIN, high=SIGMA_EVAL_MAX, low_open=False,
+                                low=SIGMA_SOLVE_MIN, high=SIGMA_EVAL_MAX, low_open=True,
                                 name="σ", rtol=rtol,
                                 guess=guess, guess_rtol=guess_rtol), None
     if unknown == "steps":
