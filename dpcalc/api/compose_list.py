@@ -56,6 +56,10 @@ def parse_records(text: str) -> list[dict]:
     for i, rec in enumerate(records, 1):
         if not isinstance(rec, dict):
             raise UsageError(f"--from: record {i} is not a JSON object")
+        for key in ("command", "mechanism", "sampling", "relation", "method"):
+            if key in rec and not isinstance(rec[key], str):
+                raise UsageError(f"--from: record {i}: {key!r} must be a string, got "
+                                 f"{type(rec[key]).__name__}")
     return records
 
 
