@@ -76,11 +76,10 @@ REFS: dict[str, Ref] = {
     "DGKKM22": Ref("Doroshenko, Ghazi, Kamath, Kumar & Manurangsi", 2022,
                    "Connect the Dots: Tighter Discrete Approximations of Privacy Loss "
                    "Distributions", "PETS 2022, arXiv:2207.04380"),
+    "ZDW22": Ref("Zhu, Dong & Wang", 2022, "Optimal Accountant in Differential Privacy via "
+                 "Characteristic Function", "AISTATS 2022, arXiv:2106.08567v3"),
     "DRS19": Ref("Dong, Roth & Su", 2019, "Gaussian Differential Privacy",
                  "JRSS-B 2022, arXiv:1905.02383v3"),
-    "ZDW22": Ref("Zhu, Dong & Wang", 2022,
-                 "Optimal Accounting of Differential Privacy via Characteristic Function",
-                 "AISTATS 2022, arXiv:2106.08567"),
     "LRKS24": Ref("Lebeda, Regehr, Kamath & Steinke", 2024,
                   "Avoiding Pitfalls for Privacy Accounting of Subsampled Mechanisms under "
                   "Composition", "arXiv:2405.20769"),

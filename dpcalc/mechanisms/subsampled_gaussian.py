@@ -1,0 +1,171 @@
+"""The Poisson-subsampled Gaussian's dominating pairs (add/remove neighbours), for the PLD engine.
+
+One step of DP-SGD: each record joins the batch with probability q, the L2-clipped sum gets
+N(0, σ²) noise (sensitivity 1).  With Q0 = N(0, σ²), P1 = N(1, σ²), M = (1 − q)·Q0 + q·P1,
+the step is dominated by [ZDW22, Sec 5; MTZ19, Sec 3] (the one-dimensional reduction of
+[ACGMMTZ16, Sec 3.1] is exact for this worst case)
+
+    remove: (P, Q) = (M, Q0),   privacy loss  L(x) = log(1 − q + q·exp((2x − 1)/(2σ²)))
+    add:    (P, Q) = (Q0, M),   privacy loss −L(x)      (bounded above by −log(1 − q))
+
+L is increasing in x, so the tails of L are normal tails at the threshold x(ℓ) = L⁻¹(ℓ)
+[KJH20, Sec 6].  q = 1 is the Gaussian mechanism N(0, σ²) vs N(1, σ²) [BW18], symmetric.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from dpcalc.mechanisms._normal import _gauss_tails, _z_for_log_tail
+from dpcalc.pld._core import _U
+from dpcalc.pld.pair import Tails
+
+__all__ = ["SubsampledGaussian"]
+
+
+def _x_of_loss(ell, q: float, sigma: float):
+    """Threshold x with L(x) = ℓ (remove-direction loss), its error bound and a flag.
+
+    L is increasing in x, so {L > ℓ} = {x > x(ℓ)} with x(ℓ) = σ²·log((e^ℓ − 1 + q)/q) + 1/2
+    (x = −∞ where e^ℓ ≤ 1 − q).  Returns (x, dx, ill): dx bounds |x_computed − x(ℓ)| including
+    the rounding of the grid value ℓ itself; ill marks points where the sign of e^ℓ − 1 + q
+    is not certain (the caller moves the grid).
+    """
+    ell = np.asarray(ell, dtype=float)
+    s2 = sigma * sigma
+    if q == 1.0:
+        x = s2 * ell + 0.5
+        dx = _U * (3.0 * s2 * np.abs(ell) + 2.0 * np.abs(x) + 1.0)
+        return x, dx, np.zeros(ell.shape, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        em1 = np.expm1(ell)
+        y = em1 / q                      # x = σ²·log1p(y) + 1/2, y = (e^ℓ − 1)/q > −1
+        x = s2 * np.log1p(y) + 0.5
+        # |Δy| ≤ 2u|y| (expm1, division) + u|ℓ|e^ℓ/q (rounding of the grid value ℓ)
+        ey = 2.0 * _U * np.abs(y) + _U * np.abs(ell) * (em1 + 1.0) / q
+        onep = 1.0 + y
+        dx = s2 * (ey / np.abs(onep) + 2.0 * _U * np.abs(np.log1p(y))) \
+            + 2.0 * _U * (np.abs(x) + 1.0)
+    ill = np.abs(onep) <= 8.0 * (ey + _U)
+    pos = onep > 0
+    x = np.where(pos, x, -np.inf)
+    dx = np.where(pos, dx, 0.0)
+    return x, dx, ill
+
+
+def _tails(ell, q: float, sigma: float, direction: str) -> Tails | None:
+    """Tails of the one-step PLD of one direction at thresholds ℓ; None if ill-conditioned."""
+    arg = np.asarray(ell, dtype=float)
+    if direction == "add":
+        arg = -arg            # L_add > ℓ ⟺ L_rem < −ℓ ⟺ x < x(−ℓ)
+    x, dx, ill = _x_of_loss(arg, q, sigma)
+    if ill.any():
+        return None
+    z0 = x / sigma
+    with np.errstate(invalid="ignore"):
+        z1 = (x - 1.0) / sigma
+        dz0 = dx / sigma + 2.0 * _U * np.abs(z0)
+        dz1 = (dx + _U * np.abs(x)) / sigma + 2.0 * _U * np.abs(z1)
+    c0, p0, e0 = _gauss_tails(z0, np.where(np.isfinite(dz0), dz0, 0.0))
+    c1, p1, e1 = _gauss_tails(z1, np.where(np.isfinite(dz1), dz1, 0.0))
+    em = np.maximum(e0, e1) + 4.0 * _U
+    if q == 1.0:
+        mix_c, mix_p, e_mix = c1, p1, e1
+    else:
+        l1mq, lq = math.log1p(-q), math.log(q)
+        mix_c = np.logaddexp(l1mq + c0, lq + c1)   # M(x > ·) = (1−q)Φc(z0) + qΦc(z1)
+        mix_p = np.logaddexp(l1mq + p0, lq + p1)
+        e_mix = em
+    if direction == "remove":
+        return Tails(mix_c, mix_p, c0, p0, e_mix, e_mix, e0, e0)
+    # add: P = Q0, Q = M; {L_add > ℓ} = {x < x(−ℓ)}
+    return Tails(p0, c0, mix_p, mix_c, e0, e0, e_mix, e_mix)
+
+
+def _loss_rem(x, q: float, sigma: float):
+    """Remove-direction loss L(x) = log(1 − q + q·e^{(2x−1)/(2σ²)})."""
+    a = (2.0 * np.asarray(x, dtype=float) - 1.0) / (2.0 * sigma * sigma)
+    if q == 1.0:
+        return a
+    return np.logaddexp(math.log1p(-q), math.log(q) + a)
+
+
+def _x_grid(q: float, sigma: float, direction: str, lam: float, per_sigma: float,
+            nmin: int, x_hi: float = math.inf):
+    top = max(1.0, lam + 1.0) if direction == "remove" else 1.0
+    xlo, xhi = -14.0 * sigma, min(top + 14.0 * sigma, x_hi)
+    n = int(min(200_000, max(nmin, per_sigma * (xhi - xlo) / sigma)))
+    return np.linspace(xlo, xhi, n)
+
+
+@functools.lru_cache(maxsize=256)
+def _x_top(sigma: float, direction: str, log_eta: float) -> float:
+    """x above which the remove-direction one-step mass (≤ η) goes to +∞ (see _support)."""
+    if direction != "remove":
+        return math.inf
+    return 1.0 + _z_for_log_tail(log_eta - math.log(2.0)) * sigma
+
+
+def _support(q: float, sigma: float, direction: str, log_eta: float) -> tuple[float, float]:
+    """Untilted loss range of the one-step grid: outside it the P-mass is ≤ η per side.
+
+    Above the top the pessimistic side puts the mass at +∞ (paid T·η in δ) and the
+    optimistic one lowers it; below the bottom it is raised (pessimistic) or dropped.
+    """
+    z = _z_for_log_tail(log_eta - math.log(2.0))
+    # L is increasing in x and both P-components have ≤ η/2 mass beyond x = −zσ or 1 + zσ
+    l_lo, l_hi = float(_loss_rem(-z * sigma, q, sigma)), float(_loss_rem(1.0 + z * sigma,
+                                                                           q, sigma))
+    if q < 1.0:
+        l_lo = max(l_lo, math.log1p(-q))
+    if direction == "remove":
+        return l_lo, l_hi
+    return -l_hi, -l_lo
+
+
+class SubsampledGaussian:
+    """Dominating pairs of one Poisson-subsampled Gaussian step [ZDW22, Sec 5].
+
+    Args:
+        q: sampling rate in (0, 1] (q = 1: the Gaussian mechanism, symmetric).
+        sigma: noise multiplier σ > 0 (noise std / L2 sensitivity).
+    """
+
+    def __init__(self, q: float, sigma: float):
+        self.q = float(q)
+        self.sigma = float(sigma)
+        self.symmetric = self.q == 1.0
+
+    def __repr__(self) -> str:
+        return f"SubsampledGaussian(q={self.q!r}, sigma={self.sigma!r})"
+
+    def key(self):
+        return ("subsampled-gaussian", self.q, self.sigma)
+
+    def tails(self, ell, direction: str) -> Tails | None:
+        return _tails(ell, self.q, self.sigma, direction)
+
+    def loss_bounds(self, direction: str) -> tuple[float, float]:
+        if self.q >= 1.0:
+            return -math.inf, math.inf
+        edge = math.log1p(-self.q)          # L ≥ log(1 − q): the "no-jump" clump
+        return (edge, math.inf) if direction == "remove" else (-math.inf, -edge)
+
+    def support(self, direction: str, log_eta: float) -> tuple[float, float]:
+        return _support(self.q, self.sigma, direction, log_eta)
+
+    def quadrature(self, direction: str, lam: float, density: float, nmin: int,
+                   log_eta_top: float | None):
+        """Nodes x on [−14σ, top + 14σ] (cut at x_top), weights φ_σ(x)·dP/dQ0 and the tilt:
+        remove: dP = e^{L}dQ0, log w = log φ + (λ + 1)L; add: dP = dQ0, log w = log φ − λL."""
+        q, sigma = self.q, self.sigma
+        x_hi = math.inf if log_eta_top is None else _x_top(sigma, direction, log_eta_top)
+        x = _x_grid(q, sigma, direction, lam, density, nmin, x_hi)
+        lr = _loss_rem(x, q, sigma)
+        lphi = -x * x / (2.0 * sigma * sigma)
+        if direction == "remove":
+            return lr, lphi + lr, lphi + (lam + 1.0) * lr
+        return -lr, lphi, lphi - lam * lr

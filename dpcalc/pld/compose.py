@@ -1,0 +1,397 @@
+"""Drivers of the PLD engine: compose a plan's items and bracket ε(δ) or δ(ε).
+
+A plan is a list of items (pair, n): n compositions of each pair [KJH20].  One item may vary
+over an increasing list of counts (a curve: ε after each epoch), composed incrementally; the
+others ("fixed") are composed once per pass and multiplied in.  Every item is discretised on
+a grid h_base·2^k sharing one tilt λ, so the products are exact convolutions on one lattice;
+the error terms of every item add up through the convolutions (dpcalc.pld.pmf).  Both
+directions are composed when any item is asymmetric (every mechanism sees the same
+neighbouring datasets, so "remove" composes the remove pairs of all items [ZDW22, Def 7]).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.pld._core import (
+    _BUDGET,
+    _RHO_MIN,
+    _TAU_FLOOR,
+    PLDUncertifiable,
+    _log_c_lambda,
+    _logsumexp,
+    _n_truncations,
+)
+from dpcalc.pld.evaluate import _Final
+from dpcalc.pld.plan import _best_lambda, _grid_h, _make_sides, _pd, _Plan
+from dpcalc.pld.pmf import _NWIN_MAX, _Dist, _Engine
+
+
+def _directions(pairs) -> list[str]:
+    # symmetric pairs (q = 1: N(0,σ²) vs N(1,σ²)) have the same PLD in both directions
+    return ["remove"] if all(p.symmetric for p in pairs) else ["remove", "add"]
+
+
+def _pairs(pair, fixed):
+    return [pair] + [p for p, _ in fixed]
+
+
+def _n_fixed(fixed) -> int:
+    return sum(n for _, n in fixed)
+
+
+def _hi_fixed(fixed, direction: str) -> float:
+    """Σ n·sup L over the fixed items (their hard upper edges; inf if any is unbounded)."""
+    tot = 0.0
+    for p, n in fixed:
+        tot = tot + n * p.loss_bounds(_pd(p, direction))[1]
+    return tot
+
+
+def _eps_zero_beyond(pair, fixed, direction: str, steps: int) -> float:
+    """An ε beyond which δ(ε) of this direction is exactly 0 (the loss is bounded by the
+    sum of the hard edges), rounded up; inf if the loss is unbounded."""
+    hi = _hi_fixed(fixed, direction) + steps * pair.loss_bounds(_pd(pair, direction))[1]
+    return math.nextafter(hi * (1 + 1e-12), math.inf) if math.isfinite(hi) else math.inf
+
+
+def _first_rho(tolerance: float) -> float:
+    # the bracket width scales like ρ² (both discretisations are second order); the
+    # constant is ~1–4 on DP-SGD cases
+    return min(0.1, max(_RHO_MIN, 0.45 * math.sqrt(tolerance)))
+
+
+def _next_rho(rho: float, tolerance: float, width: float) -> float:
+    factor = math.sqrt(0.5 * tolerance / width) if width > 0 and math.isfinite(width) else 0.3
+    return max(_RHO_MIN, rho * min(0.7, max(0.25, factor)))
+
+
+def _log_eta(log_delta: float, tolerance: float, steps: int) -> float:
+    """log of the one-step P-mass sent to +∞: T·η ≤ _BUDGET·tol·δ (T: all steps of a plan)."""
+    return log_delta + math.log(_BUDGET * tolerance) - math.log(steps)
+
+
+def _tau(tolerance: float, lgam: float, t_max: int, fixed=()) -> float:
+    """Truncation threshold (tilted mass) so that all drops cost ≤ _BUDGET·tol·δ.
+
+    lgam = log(Γ/δ), Γ = e^{T·c − λε}·C_λ the factor turning tilted ℓ1 mass into δ."""
+    lgam = max(0.0, min(lgam, 300.0))
+    n_tr = _n_truncations(t_max) + sum(_n_truncations(n) + 2 for _, n in fixed)
+    return max(_TAU_FLOOR, _BUDGET * tolerance * math.exp(-lgam) / n_tr)
+
+
+def _shift(d: _Dist, k: int) -> _Dist:
+    """The same vector on the shared lattice: an item grid h_base·2^k at level s is the shared
+    grid at level s + k."""
+    return d if k == 0 else _Dist(d.lo, d.s + k, d.t, d.logscale, d.e1, d.einf, d.noise)
+
+
+def _product(eng: _Engine, a: _Dist, b: _Dist) -> _Dist:
+    out = eng.multiply(a, b)
+    while out.t.size > _NWIN_MAX // 2:
+        out = eng._coarsen(out)          # too long: a coarser grid is still sound
+    return out
+
+
+def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
+    """Sides of the varying item and the composed fixed items of direction d on one lattice.
+
+    Returns (varying sides, its level shift k, combiner engines by side, fixed product by side,
+    fixed totals (Σ n·off, Σ n·c, log Σ n·p∞) by side)."""
+    items = list(fixed) + [(pair, t_max)]
+    hs = [_grid_h(p, _pd(p, d), plan.var[i], plan.lam, rho, log_eta)
+          for i, (p, _) in enumerate(items)]
+    h_base = min(hs)
+    made = []
+    for i, (p, n) in enumerate(items):
+        k = int(math.floor(math.log2(hs[i] / h_base)))
+        by_side = _make_sides(p, d, plan, rho, n, log_eta, sides, item=i,
+                              h_fixed=math.ldexp(h_base, k))
+        h_got = next(iter(by_side.values())).h0
+        k = round(math.log2(h_got / h_base))
+        if math.ldexp(h_base, k) != h_got:
+            raise PLDUncertifiable("item grids are not on one lattice")
+        made.append((by_side, k))
+    var_sides, k_var = made[-1]
+    combiners, prods, totals = {}, {}, {}
+    for pess in sides:
+        side0 = var_sides[pess]
+        eng = _Engine(None, h_base, plan.lam, pess, t_max, plan.tau)
+        prod = None
+        off = c = 0.0
+        lpi = []
+        for (by_side, k), (_, n) in zip(made[:-1], fixed, strict=True):
+            s = by_side[pess]
+            dist = _shift(s.engine.compose(n), k)
+            prod = dist if prod is None else _product(eng, prod, dist)
+            off, c = off + n * s.off, c + n * s.c
+            if s.lpinf > -math.inf:
+                lpi.append(math.log(n) + s.lpinf)
+        combiners[pess], prods[pess] = eng, prod
+        totals[pess] = (off, c, _logsumexp(np.array(lpi)) if lpi else -math.inf)
+        assert side0.lam == plan.lam
+    return var_sides, k_var, combiners, prods, totals
+
+
+def _compose_points(pair, steps_list, rho, plans, log_eta, evaluate, sides=(True, False),
+                    directions=None, fixed=()):
+    """Compose every direction and side at resolution ρ, incrementally over steps_list (the
+    varying item's counts), times the fixed items; evaluate(index, finals) after each point."""
+    t_max = steps_list[-1]
+    dirs = _directions(_pairs(pair, fixed)) if directions is None else directions
+    engines, extra = {}, {}
+    for d in dirs:
+        if fixed:
+            var_sides, k_var, comb, prods, totals = _fixed_part(
+                pair, t_max, fixed, rho, plans[d], log_eta, sides, d)
+            engines[d] = var_sides
+            extra[d] = (k_var, comb, prods, totals)
+        else:
+            engines[d] = _make_sides(pair, d, plans[d], rho, t_max, log_eta, sides)
+    accs: dict[tuple[str, bool], _Dist] = {}
+    prev = 0
+    n_points = len(steps_list)
+    out = []
+    for i, steps in enumerate(steps_list):
+        inc = steps - prev
+        finals = {}
+        for d, by_side in engines.items():
+            for pess, side in by_side.items():
+                eng = side.engine
+                dinc = eng.cache.get(inc)
+                if dinc is None:
+                    dinc = eng.compose(inc, mult=n_points)
+                    if n_points > 1:
+                        eng.cache[inc] = dinc
+                acc = accs.get((d, pess))
+                acc = dinc if acc is None else eng.multiply(acc, dinc)
+                accs[(d, pess)] = acc
+                if d not in extra:
+                    finals[(d, pess)] = _Final(acc, side.h0, side.lam, steps, side.c,
+                                               side.lpinf, pess, side.off)
+                    continue
+                k_var, comb, prods, totals = extra[d]
+                full = _product(comb[pess], _shift(acc, k_var), prods[pess])
+                off_f, c_f, lpi_f = totals[pess]
+                lpi_v = math.log(steps) + side.lpinf if side.lpinf > -math.inf else -math.inf
+                lpi = float(np.logaddexp(lpi_f, lpi_v))
+                tot = (off_f + steps * side.off, c_f + steps * side.c,
+                       lpi + 1e-12 if lpi > -math.inf else -math.inf)
+                finals[(d, pess)] = _Final(full, comb[pess].h0, side.lam, steps, side.c,
+                                           side.lpinf, pess, side.off, totals=tot)
+        out.append(evaluate(i, finals))
+        prev = steps
+    return out
+
+
+def _groups(pair, steps_list, log_delta, tolerance, fixed=()):
+    """Split an increasing list of step counts into groups whose best tilts are within a
+    factor 2; each group is composed incrementally with one tilt per direction."""
+    t_lo, t_hi = steps_list[0], steps_list[-1]
+    ratio = 1.0
+    for d in _directions(_pairs(pair, fixed)):
+        let = _log_eta(log_delta, tolerance, t_hi + _n_fixed(fixed))
+        l_hi = _best_lambda(tuple(fixed) + ((pair, t_lo),), d, log_delta=log_delta,
+                            log_eta_top=let)[0]
+        l_lo = _best_lambda(tuple(fixed) + ((pair, t_hi),), d, log_delta=log_delta,
+                            log_eta_top=let)[0]
+        ratio = max(ratio, l_hi / max(l_lo, 1e-300))
+    n_groups = max(1, min(len(steps_list), math.ceil(math.log(ratio) / math.log(2.0))))
+    if n_groups == 1:
+        return [list(range(len(steps_list)))]
+    edges = [t_lo * (t_hi / t_lo) ** (k / n_groups) for k in range(n_groups + 1)]
+    groups: list[list[int]] = [[] for _ in range(n_groups)]
+    for i, s in enumerate(steps_list):
+        k = min(n_groups - 1, max(0, int(np.searchsorted(edges, s, side="right")) - 1))
+        groups[k].append(i)
+    return [g for g in groups if g]
+
+
+def _plans_eps(pair, steps_group, log_delta, tolerance, lower=None, fixed=()):
+    """Tilt (best for the largest T: the smallest λ of the group) and budgets."""
+    plans = {}
+    t_first, t_last = steps_group[0], steps_group[-1]
+    for d in _directions(_pairs(pair, fixed)):
+        let = _log_eta(log_delta, tolerance, t_last + _n_fixed(fixed))
+        lam, per = _best_lambda(tuple(fixed) + ((pair, t_last),), d, log_delta=log_delta,
+                                log_eta_top=let)
+        lam_first = lam if t_first == t_last else _best_lambda(
+            tuple(fixed) + ((pair, t_first),), d, log_delta=log_delta, log_eta_top=let)[0]
+        k = per[-1][0]
+        kf = 0.0
+        for (_, n), v in zip(fixed, per[:-1], strict=True):
+            kf = kf + n * v[0]
+        lc = _log_c_lambda(lam)
+        if lower is None:
+            lgam = 10.0
+        else:
+            lgam = max(t * k + kf - lam * e + lc - log_delta
+                       for t, e in zip(steps_group, lower, strict=True))
+        plans[d] = _Plan(lam, tuple(v[2] for v in per), (lam, lam_first),
+                         _tau(tolerance, lgam, t_last, fixed), let)
+    return plans
+
+
+def _eps_group(pair, steps_group, log_delta, tolerance, fixed=()):
+    """Brackets on ε(δ) for a group of step counts sharing the tilt; each direction is
+    refined only while it matters for the combined bracket (max over directions)."""
+    n = len(steps_group)
+    t_max = steps_group[-1]
+    log_eta = _log_eta(log_delta, tolerance, t_max + _n_fixed(fixed))
+    plans = _plans_eps(pair, steps_group, log_delta, tolerance, fixed=fixed)
+    per_dir: dict[str, list[list[float]]] = {}
+    dirs = _directions(_pairs(pair, fixed))
+
+    def evaluate(i, finals):
+        up = lo = 0.0
+        for (_, pess), fin in finals.items():
+            e = fin.epsilon(log_delta)
+            if pess:
+                up = max(up, e)
+            else:
+                lo = max(lo, e)
+        return lo, up
+
+    def combined():
+        return [[max(per_dir[d][i][0] for d in per_dir), max(per_dir[d][i][1] for d in per_dir)]
+                for i in range(n)]
+
+    for d in dirs:
+        other = per_dir.get(dirs[0]) if d != dirs[0] else None
+        best = [[0.0, math.inf] for _ in range(n)]
+        # a bounded loss (the add direction: ≤ −log(1 − q) per step) has δ(ε) = 0 beyond
+        # the sum of its bounds
+        for b, t in zip(best, steps_group, strict=True):
+            b[1] = min(b[1], _eps_zero_beyond(pair, fixed, d, t))
+        if other is not None and all(b[1] <= o[0] for b, o in zip(best, other, strict=True)):
+            per_dir[d] = best
+            continue
+        per_dir[d] = best
+        rho = _first_rho(tolerance)
+        for _ in range(6):
+            res = _compose_points(pair, steps_group, rho, plans, log_eta, evaluate,
+                                  directions=[d], fixed=fixed)
+            for b, (lo, up) in zip(best, res, strict=True):
+                b[0] = max(b[0], lo)
+                b[1] = min(b[1], up)
+            if other is not None and all(b[1] <= o[0] for b, o in zip(best, other,
+                                                                       strict=True)):
+                break          # dominated by the other direction: its accuracy is moot
+            comb = combined()
+            width = max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in comb)
+            if width <= tolerance or rho <= _RHO_MIN:
+                break
+            rho = _next_rho(rho, tolerance, width)
+            if all(b[0] > 0 for b in comb):
+                plans = _plans_eps(pair, steps_group, log_delta, tolerance,
+                                   lower=[b[0] for b in comb], fixed=fixed)
+    best = combined()
+    for b in best:
+        if not math.isfinite(b[1]):
+            raise PLDUncertifiable("the error budget exceeds δ at every ε")
+    return best
+
+
+def _eps_core(pair, steps_list, log_delta, tolerance, fixed=()):
+    out = [None] * len(steps_list)
+    for grp in _groups(pair, steps_list, log_delta, tolerance, fixed):
+        res = _eps_group(pair, [steps_list[i] for i in grp], log_delta, tolerance, fixed)
+        for i, r in zip(grp, res, strict=False):
+            out[i] = (r[0], r[1])
+    return out
+
+
+def _delta_directions(pair, steps: int, epsilon: float, fixed=()) -> list[str]:
+    """Directions whose δ(ε) can be positive: a bounded loss (the add direction: ≤
+    −log(1 − q) per step) has δ(ε) exactly 0 beyond the sum of its bounds (rounded up)."""
+    return [d for d in _directions(_pairs(pair, fixed))
+            if epsilon < _eps_zero_beyond(pair, fixed, d, steps)]
+
+
+def _plans_delta(pair, steps, epsilon, tolerance, log_delta_est, fixed=()):
+    plans = {}
+    items = tuple(fixed) + ((pair, steps),)
+    for d in _delta_directions(pair, steps, epsilon, fixed):
+        let = _log_eta(log_delta_est, tolerance, steps + _n_fixed(fixed))
+        lam, per = _best_lambda(items, d, eps=epsilon, log_eta_top=let)
+        tk = steps * per[-1][0]
+        for (_, n), v in zip(fixed, per[:-1], strict=True):
+            tk = tk + n * v[0]
+        lgam = tk - lam * epsilon + _log_c_lambda(lam) - log_delta_est
+        plans[d] = _Plan(lam, tuple(v[2] for v in per), (lam, lam),
+                         _tau(tolerance, lgam, steps, fixed), let)
+    return plans
+
+
+def _chernoff_log_delta(pair, steps, epsilon, fixed=()) -> float:
+    """Heuristic (quadrature) Chernoff value, only to size the first budgets."""
+    v = -math.inf
+    items = tuple(fixed) + ((pair, steps),)
+    for d in _delta_directions(pair, steps, epsilon, fixed):
+        lam, per = _best_lambda(items, d, eps=epsilon)
+        tk = steps * per[-1][0]
+        for (_, n), kk in zip(fixed, per[:-1], strict=True):
+            tk = tk + n * kk[0]
+        v = max(v, min(0.0, tk - lam * epsilon + _log_c_lambda(lam)))
+    return v
+
+
+def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, fixed=()):
+    """Yields running (log lower, log upper) brackets on δ(ε), one per pass; the next
+    resolution is next_rho(ρ, lower, upper) (None stops).
+
+    With decide = log δ (a predicate), each pass composes the pessimistic sides first and
+    the optimistic ones only when the upper bound does not already settle it."""
+    if not _delta_directions(pair, steps, epsilon, fixed):
+        yield -math.inf, -math.inf        # every loss is bounded below ε: δ(ε) = 0 exactly
+        return
+    # a guess of log δ, only to size the truncation budgets (the Chernoff value overshoots)
+    ch = _chernoff_log_delta(pair, steps, epsilon, fixed)
+    est = ch - 8.0 - 0.05 * abs(ch)
+    best = [-math.inf, 0.0]
+
+    def evaluate(i, finals):
+        up = lo = -math.inf
+        for (_, pess), fin in finals.items():
+            v = fin.log_delta(epsilon)
+            if pess:
+                up = max(up, v)
+            else:
+                lo = max(lo, v)
+        return lo, up
+
+    def run(d, sides):
+        return _compose_points(pair, [steps], rho, plans, log_eta, evaluate, sides=sides,
+                               directions=[d], fixed=fixed)[0]
+
+    while rho is not None:
+        plans = _plans_delta(pair, steps, epsilon, tolerance, est, fixed)
+        log_eta = _log_eta(est, tolerance, steps + _n_fixed(fixed))
+        dirs = list(plans)
+        if decide is None:
+            lo, up = _compose_points(pair, [steps], rho, plans, log_eta, evaluate,
+                                     directions=dirs, fixed=fixed)[0]
+        else:
+            # a predicate: stop as soon as one side settles it (pessimistic sides of
+            # all directions for True, the optimistic side of any direction for False)
+            up = lo = -math.inf
+            for d in dirs:
+                up = max(up, run(d, (True,))[1])
+                if up > decide:
+                    break
+            if up > decide:
+                for d in dirs:
+                    lo = max(lo, run(d, (False,))[0])
+                    if lo > decide:
+                        break
+        best[0] = max(best[0], lo)
+        best[1] = min(best[1], up)
+        yield best[0], best[1]
+        nxt = next_rho(rho, best[0], best[1])
+        if best[0] > -math.inf and best[0] < est - 2.0 and nxt is not None:
+            nxt = rho      # the budgets were sized for a larger δ: redo at this resolution
+        if best[0] > -math.inf:
+            est = best[0]
+        rho = nxt

@@ -1,0 +1,354 @@
+"""Discretisation of one step's PLD on a grid, pessimistic and optimistic, from a pair's tails.
+
+Pessimistic: connect-the-dots [DGKKM22, Alg. 1] (the result dominates the pair).
+Optimistic: merged loss buckets placed at their grid values (dominated by the pair).
+Both move the computed CDF by twice its error bound towards the safe side, so each holds for
+the exact tails too.  References: [DGKKM22], [KJH20].
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.pld._core import (
+    _LOG_HALF,
+    _LOG_U4,
+    _U,
+    PLDUncertifiable,
+    _log1mexp,
+    _log_sub,
+    _lse,
+    _slog,
+)
+from dpcalc.pld.pair import DominatingPair, Tails
+
+
+def _interval_mass(lup_l, lup_r, llo_l, llo_r, eup_l, eup_r, elo_l, elo_r):
+    """log of the mass between two thresholds and the log of an absolute error bound.
+
+    Uses the difference of upper tails where those are ≤ 1/2, else of lower tails.
+    """
+    with np.errstate(divide="ignore"):
+        use_up = lup_l <= _LOG_HALF
+        m_up = _log_sub(lup_l, lup_r)
+        m_lo = _log_sub(llo_r, llo_l)
+        err_up = np.logaddexp(np.log(eup_l) + lup_l, np.log(eup_r) + lup_r)
+        err_lo = np.logaddexp(np.log(elo_r) + llo_r, np.log(elo_l) + llo_l)
+    m = np.where(use_up, m_up, m_lo)
+    err = np.where(use_up, err_up, err_lo)
+    return m, np.logaddexp(err, _LOG_U4 + m)
+
+
+# --------------------------------------------------------------------------------------
+# level 0: the one-step PLD on the grid
+# --------------------------------------------------------------------------------------
+
+def _ctd_level0(ell, tl: Tails, remove: bool, drop_below: bool = False):
+    """Pessimistic one-step PLD on the points ℓ by connect-the-dots [DGKKM22, Alg. 1].
+
+    With S_m = P-mass at points ≥ ℓ_m, connect-the-dots gives (Δ = ℓ_m − ℓ_{m−1})
+        S_m = P(L > ℓ_m) + G_{m−1}/(1 − e^{−Δ}),
+        G_{m−1} = E_P[(1 − e^{ℓ_{m−1}−L}); ℓ_{m−1} < L ≤ ℓ_m]
+    (the intercept of the chord of the privacy profile between ℓ_{m−1} and ℓ_m; G by the
+    two interval masses, G = ΔP − e^{ℓ_{m−1}}ΔQ).  All P-mass below ℓ_0 is put at ℓ_0; mass
+    above the top point goes to +∞ (p∞ = P(L > ℓ_top), more than the chord needs).  The
+    computed tail sums are moved up by twice their error bound (upper half, S) or the lower
+    sums F = 1 − S down (lower half), so the result stochastically dominates the exact
+    connect-the-dots PLD.  With drop_below the P-mass below ℓ_0 is dropped instead (its
+    tilted mass must then be paid for by the caller); all sums then come from upper tails.
+    Returns (log masses, log p∞, log relative error of the masses).
+    """
+    n = ell.size
+    lw = np.log(-np.expm1(-np.diff(ell)))  # log(1 − e^{−(ℓ_m − ℓ_{m−1})}), any spacing
+    with np.errstate(divide="ignore", invalid="ignore"):
+        la, lea = _interval_mass(tl.lPup[:-1], tl.lPup[1:], tl.lPlo[:-1], tl.lPlo[1:],
+                                 tl.ePup[:-1], tl.ePup[1:], tl.ePlo[:-1], tl.ePlo[1:])
+        lb, leb = _interval_mass(tl.lQup[:-1], tl.lQup[1:], tl.lQlo[:-1], tl.lQlo[1:],
+                                 tl.eQup[:-1], tl.eQup[1:], tl.eQlo[:-1], tl.eQlo[1:])
+        lb = lb + ell[:-1]
+        leb = leb + ell[:-1]
+        lG = _log_sub(la, lb)
+        leG = _lse(lea, leb, _LOG_U4 + np.logaddexp(la, lb))
+        lGw, leGw = lG - lw, leG - lw
+        lPup, lPlo = tl.lPup[1:], tl.lPlo[1:]
+        elPup, elPlo = np.log(tl.ePup[1:]) + lPup, np.log(tl.ePlo[1:]) + lPlo
+        # upper sums S_m (m = 1..n−1), lower sums F_m = 1 − S_m
+        lS = np.logaddexp(lPup, lGw)
+        leS = _lse(elPup, leGw, _LOG_U4 + lS)
+        lF = _log_sub(lPlo, lGw)
+        leF = _lse(elPlo, leGw, _LOG_U4 + np.logaddexp(lPlo, lGw))
+        lS_t = np.logaddexp(lS, math.log(2.0) + leS)              # pessimistic: S up
+        lF_t = _log_sub(lF, math.log(2.0) + leF)                 # pessimistic: F down
+    # index arrays over m = 0..n (m = n is +∞)
+    S = np.full(n + 1, -np.inf)
+    F = np.full(n + 1, -np.inf)
+    S[0], F[0] = 0.0, -np.inf
+    S[1:n] = lS_t
+    F[1:n] = lF_t
+    # p∞ = P(L > ℓ_top), moved up by twice its error bound
+    lpinf = float(tl.lPup[-1] + math.log1p(2.0 * float(tl.ePup[-1]) + 4 * _U))
+    S[n] = lpinf
+    med_candidates = np.nonzero(tl.lPup[:-1] <= _LOG_HALF)[0]
+    m_med = int(med_candidates[0]) + 1 if med_candidates.size else n
+    if drop_below:
+        # only the part above ℓ_0 is kept: S_0 = P(L > ℓ_0), all sums from upper tails
+        S[0] = float(tl.lPup[0] + math.log1p(2.0 * float(tl.ePup[0]) + 4 * _U))
+        S = np.maximum.accumulate(S[::-1])[::-1]
+        lp = _log_sub(S[:n], S[1:n + 1])
+        with np.errstate(invalid="ignore", over="ignore"):
+            lrel = np.log(2 * _U) + np.logaddexp(S[:n] - lp, 1.0)
+        return lp, lpinf, np.where(np.isfinite(lp), lrel, -np.inf)
+    # monotone in the safe direction: S non-increasing (raise), F non-decreasing (lower)
+    S[m_med:] = np.maximum.accumulate(S[m_med:][::-1])[::-1]
+    F[:m_med] = np.minimum.accumulate(F[:m_med][::-1])[::-1]
+    lp = np.full(n, -np.inf)
+    if m_med <= n - 1:
+        lp[m_med:n] = _log_sub(S[m_med:n], S[m_med + 1:n + 1])
+    if m_med >= 2:
+        lp[:m_med - 1] = _log_sub(F[1:m_med], F[:m_med - 1])
+    mid = 1.0 - math.exp(F[m_med - 1]) - math.exp(S[m_med])
+    if mid < 0.0:
+        # the margins overlap at the junction: lower F further (more mass up: still safe)
+        F[m_med - 1] = float(_log1mexp(min(S[m_med], 0.0)))
+        F[:m_med] = np.minimum.accumulate(F[:m_med][::-1])[::-1]
+        if m_med >= 2:
+            lp[:m_med - 1] = _log_sub(F[1:m_med], F[:m_med - 1])
+        mid = 0.0
+    if not mid >= 0.0:
+        raise PLDUncertifiable("one-step grid inconsistent (connect-the-dots)")
+    lp[m_med - 1] = math.log(mid) if mid > 0 else -math.inf
+    # relative error of the log masses: u·(tail/mass + 2)
+    with np.errstate(invalid="ignore", over="ignore"):
+        tail = np.where(np.arange(n) >= m_med, S[:n], F[1:n + 1])
+        lrel = np.log(2 * _U) + np.logaddexp(tail - lp, 1.0)
+    lrel = np.where(np.isfinite(lp), lrel, -np.inf)
+    return lp, lpinf, lrel
+
+
+def _bucket_masses(tb: Tails):
+    """log P- and Q-masses (and log absolute error bounds) of the n = len(tb) + 1 buckets cut
+    by the boundaries whose tails are tb (the first and last bucket are unbounded)."""
+    n = tb.lPup.size + 1
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        la = np.empty(n)
+        lb = np.empty(n)
+        lea = np.empty(n)
+        leb = np.empty(n)
+        la[0], lb[0] = tb.lPlo[0], tb.lQlo[0]
+        lea[0] = _slog(tb.ePlo[0]) + tb.lPlo[0]
+        leb[0] = _slog(tb.eQlo[0]) + tb.lQlo[0]
+        la[-1], lb[-1] = tb.lPup[-1], tb.lQup[-1]
+        lea[-1] = _slog(tb.ePup[-1]) + tb.lPup[-1]
+        leb[-1] = _slog(tb.eQup[-1]) + tb.lQup[-1]
+        if n > 2:
+            la[1:-1], lea[1:-1] = _interval_mass(
+                tb.lPup[:-1], tb.lPup[1:], tb.lPlo[:-1], tb.lPlo[1:],
+                tb.ePup[:-1], tb.ePup[1:], tb.ePlo[:-1], tb.ePlo[1:])
+            lb[1:-1], leb[1:-1] = _interval_mass(
+                tb.lQup[:-1], tb.lQup[1:], tb.lQlo[:-1], tb.lQlo[1:],
+                tb.eQup[:-1], tb.eQup[1:], tb.eQlo[:-1], tb.eQlo[1:])
+    return la, lb, lea, leb
+
+
+def _bucket_plan(ell, la, lb, lea, leb) -> dict:
+    """Merge decisions of the optimistic one-step PLD (see _bucket_level0)."""
+    n = ell.size
+    theta = 1.0 - 1e-6
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        nonempty = np.isfinite(la)
+        ra = np.where(nonempty, np.exp(lea - la), 0.0)       # relative errors of a, b
+        rb = np.where(np.isfinite(lb), np.exp(leb - lb), 0.0)
+        rab = ra + rb + 4 * _U
+
+        def excess(target, k):
+            """Excess of bucket k over e^{target} per unit of a_k, and its error bound."""
+            lr = np.where(nonempty[k], target + lb[k] - la[k], np.nan)
+            # X = 1 − e^{lr}; relative errors ra, rb of a, b move lr by ≤ ra + rb (+ rounding)
+            return -np.expm1(lr), np.exp(lr) * np.expm1(rab[k]) + 4 * _U
+
+        idx = np.arange(n)
+        X, eX = excess(ell, idx)
+        up = np.minimum(idx + 1, n - 1)
+        dn = np.maximum(idx - 1, 0)
+        Y, eY = excess(ell, up)          # bucket m+1 w.r.t. ℓ_m (> 0)
+        Z, eZ = excess(ell, dn)          # bucket m−1 w.r.t. ℓ_m (< 0)
+        has_up = (idx < n - 1) & nonempty[up]
+        has_dn = (idx > 0) & nonempty[dn]
+        need = eX - X
+        # deficit: f = need·a_m / ((Y − eY)·a_{m+1})
+        logf = (np.log(np.maximum(need, 0.0)) + la - np.log(Y - eY) - la[up] + 16 * _U)
+        deficit = nonempty & ~(need <= 0)           # NaN-safe: unknown counts as deficit
+        borrow = deficit & has_up & (Y - eY > 0) & (logf <= 0.0)
+        fb = deficit & ~borrow
+        f = np.where(borrow, np.exp(np.where(borrow, logf, -np.inf)), 0.0)
+        # excess: g = θ·own_frac·(X − eX)·a_m / ((|Z| + eZ)·a_{m−1})
+        surplus = nonempty & (need < 0) & has_dn
+        lgr = (np.log(np.where(surplus, -need, 1.0)) + la - np.log(np.abs(Z) + eZ) - la[dn]
+               + math.log(theta))
+        g_hat = np.where(surplus, np.exp(np.where(surplus, lgr, -np.inf)), 0.0)
+        fprev = np.concatenate(([0.0], f[:-1]))
+        g_next_hat = np.concatenate((g_hat[1:], [0.0]))
+        own_frac = np.maximum(0.0, 1.0 - fprev - np.minimum(g_next_hat, 1.0 - fprev))
+        fprev2 = np.concatenate(([0.0, 0.0], f[:-2]))[:n]
+        g = np.minimum(g_hat * own_frac, np.maximum(0.0, 1.0 - fprev2))
+        g = np.where(surplus & np.isfinite(g), g * (1.0 - 4 * _U), 0.0)
+    return dict(la=la, lb=lb, ra=ra, n=n, f=f, g=g, fb=fb, fprev=fprev, dn=dn)
+
+
+def _bucket_mean_loss(ell, d: dict, n_win: int) -> np.ndarray:
+    """Per window of n_win buckets: how much the optimistic construction lowers the P-mean
+    of the loss, Σ_buckets a·log(a/b) − Σ_atoms A·ℓ (merging and lowering both count); used
+    to choose the grid offset."""
+    with np.errstate(all="ignore"):
+        a = np.exp(d["la"])
+        lam = np.where(np.isfinite(d["la"]), d["la"] - d["lb"], 0.0)
+    n, f, g, fb, dn = d["n"], d["f"], d["g"], d["fb"], d["dn"]
+    up = np.minimum(np.arange(n) + 1, n - 1)
+    own = np.maximum(0.0, 1.0 - d["fprev"] - np.concatenate((g[1:], [0.0])))
+    placed = np.where(fb, 0.0, own * a) + f * a[up] + g * a[dn]
+    below = np.concatenate((np.where(fb, own * a, 0.0)[1:], [0.0]))   # fall-backs land at m
+    before = np.nan_to_num(a * lam)
+    after = np.nan_to_num((placed + below) * ell)
+    return (before - after).reshape(-1, n_win).sum(axis=1)
+
+
+def _edge_offset(pair: DominatingPair, direction: str, h: float) -> float:
+    """Grid offset for a one-step law with a hard edge (pair.loss_bounds: for the subsampled
+    Gaussian the remove-direction loss is ≥ log(1 − q), the add-direction loss ≤
+    −log(1 − q)).  Next to the edge the density can
+    rise steeply within one cell (the "no-jump" clump of a small-q or small-σ step) and the
+    bucket there has no mass beyond the edge to merge with, so the optimistic side would
+    lower it by up to h on every step.  Keep, among 32 offsets, the one whose optimistic
+    construction loses the least P-mean of the loss in the 38 cells next to the edge (a
+    heuristic: every offset is sound).
+    All offsets are evaluated in one batch: windows of 40 buckets whose end buckets are
+    left empty, so the windows do not interact."""
+    lo_edge, hi_edge = pair.loss_bounds(direction)
+    if math.isfinite(lo_edge):
+        edge, bottom = lo_edge, True
+    elif math.isfinite(hi_edge):
+        edge, bottom = hi_edge, False
+    else:
+        return 0.0
+    n_off, n_at = 32, 40
+    rel = np.arange(-3, n_at - 3) if bottom else np.arange(-(n_at - 4), 4)
+    # (k + 1/64)/32 keeps every atom and boundary off the edge itself (ill-conditioned)
+    offs = edge + h * (np.arange(n_off) + 1.0 / 64) / n_off
+    ell = (offs[:, None] + rel[None, :] * h)                    # (W, 40) atoms
+    mids = 0.5 * (ell[:, :-1] + ell[:, 1:])                     # (W, 39) boundaries
+    tb = pair.tails(mids.ravel(), direction)
+    if tb is None:
+        return math.fmod(float(offs[0]), h)
+    shape = (n_off, n_at - 1)
+    lP, lPl, lQ, lQl = (v.reshape(shape) for v in (tb.lPup, tb.lPlo, tb.lQup, tb.lQlo))
+    eP, ePl, eQ, eQl = (v.reshape(shape) for v in (tb.ePup, tb.ePlo, tb.eQup, tb.eQlo))
+    with np.errstate(all="ignore"):
+        ma, mea = _interval_mass(lP[:, :-1], lP[:, 1:], lPl[:, :-1], lPl[:, 1:],
+                                 eP[:, :-1], eP[:, 1:], ePl[:, :-1], ePl[:, 1:])
+        mb, meb = _interval_mass(lQ[:, :-1], lQ[:, 1:], lQl[:, :-1], lQl[:, 1:],
+                                 eQ[:, :-1], eQ[:, 1:], eQl[:, :-1], eQl[:, 1:])
+    empty = np.full((n_off, 1), -np.inf)
+    la, lea, lb, leb = (np.hstack((empty, v, empty)).ravel() for v in (ma, mea, mb, meb))
+    flat = ell.ravel()
+    d = _bucket_plan(flat, la, lb, lea, leb)
+    k = int(np.argmin(_bucket_mean_loss(flat, d, n_at)))
+    return math.fmod(float(offs[k]), h)
+
+
+def _bucket_level0(ell, tb: Tails):
+    """Optimistic one-step PLD on grid ℓ: merged loss buckets placed at their grid values.
+
+    Bucket m collects L ∈ (β_{m−1}, β_m], β_m = (ℓ_m + ℓ_{m+1})/2 (the first and last are
+    unbounded); merging
+    (also of fractions of buckets) is a post-processing, so the merged pair is dominated by
+    the true pair.  A merged atom may sit at ℓ_m only if its likelihood ratio is ≥ e^{ℓ_m}
+    (then placing it at ℓ_m lowers its loss, which only lowers δ):
+      * deficit (excess X = 1 − e^{ℓ_m}b/a not certainly ≥ 0): merge a fraction f of bucket
+        m+1 (ratio > e^{ℓ_m}) until the merged excess is certainly ≥ 0; if impossible, place
+        the bucket at ℓ_{m−1} (all its losses exceed β_{m−1} > ℓ_{m−1}) or drop it (bottom);
+      * excess: merge a fraction g of bucket m−1 (ratio < e^{ℓ_m}) that keeps the merged
+        excess certainly ≥ 0, so the atom sits (almost) exactly at its ratio.  Without this
+        step a steep density would lose ~h²·|d log density/dℓ| per step.
+    "Certainly" accounts for the error bounds of the tails.  The grid CDF is then moved by
+    twice its error bound towards lower losses.  tb holds the tails at the n−1 bucket
+    boundaries β_m.  Returns (log masses, log relative error of the masses).
+    """
+    d = _bucket_plan(ell, *_bucket_masses(tb))
+    la, ra, n, f, g, fb, fprev, dn = (d[k] for k in ("la", "ra", "n", "f", "g", "fb",
+                                                     "fprev", "dn"))
+    g_next = np.concatenate((g[1:], [0.0]))
+    # tail sums of the grid PLD: S_m = P-mass at grid points ≥ m (F_m = 1 − S_m)
+    #   normal m:    S_m = P(L > β_{m−1}) − f_{m−1}a_m + g_m a_{m−1}
+    #   fall-back m: S_m = P(L > β_m) + g_{m+1}a_m
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lfa = np.log(fprev) + la                        # f_{m−1}·a_m
+        lga = np.log(g) + la[dn]                        # g_m·a_{m−1}
+        lgn = np.log(g_next) + la                       # g_{m+1}·a_m
+        r_fa = lfa + np.log(ra + 2 * _U)
+        r_ga = lga + np.log(ra[dn] + 2 * _U)
+        r_gn = lgn + np.log(ra + 2 * _U)
+        lPu, lPl = tb.lPup, tb.lPlo
+        ePu = np.log(tb.ePup) + lPu
+        ePl = np.log(tb.ePlo) + lPl
+        sl = slice(1, n)
+        lS_norm = _log_sub(np.logaddexp(lPu, lga[sl]), lfa[sl])
+        leS_norm = _lse(ePu, r_fa[sl], r_ga[sl], _LOG_U4 + np.logaddexp(lPu, lga[sl]))
+        lF_norm = _log_sub(np.logaddexp(lPl, lfa[sl]), lga[sl])
+        leF_norm = _lse(ePl, r_fa[sl], r_ga[sl], _LOG_U4 + np.logaddexp(lPl, lfa[sl]))
+        lPu_a = np.concatenate((lPu[1:], [-np.inf]))
+        ePu_a = np.concatenate((ePu[1:], [-np.inf]))
+        lPl_a = np.concatenate((lPl[1:], [0.0]))
+        ePl_a = np.concatenate((ePl[1:], [-np.inf]))
+        lS_fb = np.logaddexp(lPu_a, lgn[sl])
+        leS_fb = _lse(ePu_a, r_gn[sl], _LOG_U4 + lS_fb)
+        lF_fb = _log_sub(lPl_a, lgn[sl])
+        leF_fb = _lse(ePl_a, r_gn[sl], _LOG_U4 + lPl_a)
+        fbm = fb[sl]
+        lS = np.where(fbm, lS_fb, lS_norm)
+        leS = np.where(fbm, leS_fb, leS_norm)
+        lF = np.where(fbm, lF_fb, lF_norm)
+        leF = np.where(fbm, leF_fb, leF_norm)
+        lS_t = _log_sub(lS, math.log(2.0) + leS)              # optimistic: S down
+        lF_t = np.logaddexp(lF, math.log(2.0) + leF)          # optimistic: F up
+    S = np.full(n + 1, -np.inf)
+    F = np.full(n + 1, 0.0)
+    S[1:n] = lS_t
+    F[1:n] = np.minimum(lF_t, 0.0)
+    # bottom bucket: kept at ℓ_0, or its own part dropped (to −∞)
+    if fb[0]:
+        F[0] = float(la[0] + math.log1p(-min(g[1] if n > 1 else 0.0, 1.0))
+                     + math.log1p(2.0 * ra[0] + 8 * _U))
+        F[0] = min(F[0], 0.0)
+        S[0] = float(_log1mexp(F[0]))
+    else:
+        F[0], S[0] = -np.inf, 0.0
+    S[n], F[n] = -np.inf, 0.0
+    med_candidates = np.nonzero(tb.lPup <= _LOG_HALF)[0]
+    m_med = int(med_candidates[0]) + 1 if med_candidates.size else n
+    m_med = max(m_med, 1)
+    # monotone in the safe direction: S non-increasing (lower), F non-decreasing (raise)
+    S[m_med:] = np.minimum.accumulate(S[m_med:])
+    F[:m_med] = np.maximum.accumulate(F[:m_med])
+    lp = np.full(n, -np.inf)
+    if m_med <= n - 1:
+        lp[m_med:n] = _log_sub(S[m_med:n], S[m_med + 1:n + 1])
+    if m_med >= 2:
+        lp[:m_med - 1] = _log_sub(F[1:m_med], F[:m_med - 1])
+    mid = 1.0 - math.exp(F[m_med - 1]) - math.exp(S[m_med])
+    if mid < 0.0:
+        # the margins overlap at the junction: lower S further (more mass down: still safe)
+        S[m_med] = float(_log1mexp(min(F[m_med - 1], 0.0)))
+        S[m_med:] = np.minimum.accumulate(S[m_med:])
+        if m_med <= n - 1:
+            lp[m_med:n] = _log_sub(S[m_med:n], S[m_med + 1:n + 1])
+        mid = 0.0
+    if not mid >= 0.0:
+        raise PLDUncertifiable("one-step grid inconsistent (buckets)")
+    lp[m_med - 1] = math.log(mid) if mid > 0 else -math.inf
+    with np.errstate(invalid="ignore", over="ignore"):
+        tail = np.where(np.arange(n) >= m_med, S[:n], F[1:n + 1])
+        lrel = np.log(2 * _U) + np.logaddexp(tail - lp, 1.0)
+    lrel = np.where(np.isfinite(lp), lrel, -np.inf)
+    return lp, lrel

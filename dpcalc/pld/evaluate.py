@@ -1,0 +1,230 @@
+"""Evaluation of a composed PLD: certified δ(ε) and its inverse ε(δ), on one side.
+
+δ(ε) = E_P[(1 − e^{ε−L})₊] + P(L = +∞) [KJH20]; the tilted ℓ1 error e moves δ(ε) by at most
+e·e^{Σk·c − λε}·C_λ (added on the pessimistic side, subtracted on the optimistic one).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.pld._core import _U, _log_c_lambda, _log_sub, _logsumexp, _lse
+from dpcalc.pld.pmf import _Dist
+
+
+class _Final:
+    """Certified δ(ε) of one composed PLD (one direction, one side)."""
+
+    def __init__(self, d: _Dist, h0: float, lam: float, steps: int, c: float,
+                 lpinf: float, pess: bool, off: float = 0.0,
+                 totals: tuple[float, float, float] | None = None):
+        """d composed from `steps` copies of one law (one-step log-MGF c, +∞ mass e^{lpinf},
+        grid offset off); or, for a heterogeneous plan, totals = (Σ k·off, Σ k·c,
+        log Σ k·p∞) over its items (then steps, c, lpinf and off are ignored)."""
+        h = h0 * 2.0 ** d.s
+        self.pess = pess
+        self.lam = lam
+        if totals is None:
+            off_total, c_total = steps * off, steps * c
+            # P-mass at +∞ after T steps: 1 − (1 − p∞)^T ≤ T·p∞ (log space: never 0)
+            lpinf_total = (math.log(steps) + lpinf + 1e-12 if lpinf > -math.inf
+                           else -math.inf)
+        else:
+            off_total, c_total, lpinf_total = totals     # Σ_i k_i·p∞_i bounds it likewise
+        idx = np.arange(d.lo, d.lo + d.t.size, dtype=float)
+        self.ell = idx * h + off_total
+        base = d.logscale + c_total
+        with np.errstate(divide="ignore"):
+            self.lm = np.log(d.t) + base - lam * self.ell       # log original masses
+        # ℓ1 error (tilted) → δ error ≤ e1·e^{logscale + Σkc − λε}·C_λ
+        if not (math.isfinite(d.e1) and math.isfinite(base)):
+            self.lerr = math.inf            # no usable bound: δ_up = ∞, δ_low = 0
+        else:
+            self.lerr = (math.log(d.e1) if d.e1 > 0 else -math.inf) + base + _log_c_lambda(lam)
+        # relative rounding of the untilting exponent and of the summation
+        big = abs(base) + lam * float(np.max(np.abs(self.ell), initial=0.0)) + 50.0
+        self.rel = 1e-12 + 8 * _U * (d.t.size + 8 * big)
+        if pess and lpinf_total > -math.inf:
+            self.lpinf = min(0.0, lpinf_total)
+        else:
+            self.lpinf = -math.inf
+        ok = np.isfinite(self.lm)
+        self.ell_nz = self.ell[ok]
+        self.lm_nz = self.lm[ok]
+        self._sa = self._sb = None
+
+    def log_delta(self, eps: float) -> float:
+        """Certified upper (pessimistic) or lower (optimistic) bound on log δ(ε)."""
+        sel = self.ell_nz > eps
+        if sel.any():
+            with np.errstate(divide="ignore"):
+                lw = self.lm_nz[sel] + np.log(-np.expm1(eps - self.ell_nz[sel]))
+            lfin = _logsumexp(lw)
+        else:
+            lfin = -math.inf
+        lerr = self.lerr - self.lam * eps
+        if self.pess:
+            v = lfin + math.log1p(self.rel) if lfin > -math.inf else -math.inf
+            with np.errstate(invalid="ignore"):
+                out = float(_lse(np.array(v), np.array(lerr), np.array(self.lpinf)))
+            return out if out == out else math.inf          # NaN: no bound
+        if lfin == -math.inf or not lerr < math.inf:
+            return -math.inf
+        out = float(_log_sub(lfin + math.log1p(-self.rel), lerr))
+        return out if out == out else -math.inf
+
+    def _suffix(self):
+        if self._sa is None:
+            ell, lm = self.ell_nz, self.lm_nz
+            self._sa = np.logaddexp.accumulate(lm[::-1])[::-1]           # log Σ_{i≥j} m_i
+            self._sb = np.logaddexp.accumulate((lm - ell)[::-1])[::-1]   # log Σ_{i≥j} m_i e^{−ℓ_i}
+        return self._sa, self._sb
+
+    def approx_log_delta(self, eps: float) -> float:
+        """Fast (not certified) value of the bound at ε, from suffix sums: Σ_{ℓ_j>ε} m_j −
+        e^ε Σ_{ℓ_j>ε} m_j e^{−ℓ_j}.  Used to locate roots; results are then verified."""
+        sa, sb = self._suffix()
+        k = int(np.searchsorted(self.ell_nz, eps, side="right"))
+        if k < sa.size:
+            a, b = float(sa[k]), eps + float(sb[k])
+            lfin = a + math.log(-math.expm1(b - a)) if a > b else -math.inf
+        else:
+            lfin = -math.inf
+        lerr = self.lerr - self.lam * eps
+        if self.pess:
+            v = lfin + math.log1p(self.rel) if lfin > -math.inf else -math.inf
+            m = max(v, lerr, self.lpinf)
+            if m == -math.inf:
+                return m
+            return m + math.log(math.exp(v - m) + math.exp(lerr - m) + math.exp(self.lpinf - m))
+        if lfin == -math.inf or lerr >= lfin:
+            return -math.inf
+        return lfin + math.log(-math.expm1(lerr - lfin))
+
+    def grid_log_delta(self) -> tuple[np.ndarray, np.ndarray]:
+        """Approximate log δ_fin at every grid point (to locate a root; not certified)."""
+        ell = self.ell_nz
+        if ell.size == 0:
+            return ell, ell
+        sa, sb = self._suffix()
+        sa = np.concatenate((sa[1:], [-np.inf]))
+        sb = np.concatenate((sb[1:], [-np.inf]))
+        with np.errstate(invalid="ignore"):
+            v = _log_sub(sa, ell + sb)
+        return ell, v
+
+    def epsilon(self, log_delta: float) -> float:
+        """Pessimistic: an ε ≥ 0 with certified δ_up(ε) ≤ δ, as small as possible (so
+        ε_true ≤ it; inf if none is found).  Optimistic: an ε with certified δ_low(ε) > δ,
+        as large as possible (so ε_true > it; 0 if none).
+
+        Neither bound needs to be monotone in ε: the search keeps f(a) > log δ ≥ f(b) with
+        f the certified evaluation and returns the certified end, which is all the claim
+        uses.  The root is located with the fast surrogate, then verified.
+        """
+        f = self.log_delta
+        ell, approx = self.grid_log_delta()
+        thr = log_delta
+        if self.pess:
+            if f(0.0) <= thr:
+                return 0.0
+            a, b = 0.0, None
+            cand = (np.nonzero((approx < thr) & (ell > 0))[0] if ell.size
+                    else np.zeros(0, dtype=int))
+            for k in cand[:3]:
+                if f(float(ell[k])) <= thr:
+                    b = float(ell[k])
+                    if k > 0 and ell[k - 1] > 0 and f(float(ell[k - 1])) > thr:
+                        a = float(ell[k - 1])
+                    break
+            if b is None:
+                top = float(ell[-1]) if ell.size else 0.0
+                if top > 0 and f(top) <= thr:
+                    b = top
+            if b is None:
+                # beyond the grid only the error term and the +∞ mass remain
+                if self.lam <= 0 or self.lpinf >= thr:
+                    return math.inf
+                rest = float(_log_sub(np.array(thr), np.array(self.lpinf)))
+                b = max(float(ell[-1]) if ell.size else 0.0,
+                        (self.lerr - rest) / self.lam) + 1e-9
+                for _ in range(60):
+                    if f(b) <= thr:
+                        break
+                    b = b * 1.01 + 1e-6
+                else:
+                    return math.inf
+        else:
+            # a: the largest grid point with certified δ_low > δ; b: first one above it
+            cand = np.nonzero(approx > thr)[0] if ell.size else np.zeros(0, dtype=int)
+            a = None
+            for k in cand[::-1][:6]:
+                if ell[k] >= 0 and f(float(ell[k])) > thr:
+                    a = float(ell[k])
+                    break
+            if a is None:
+                return 0.0
+            above = ell[ell > a]
+            b = float(above[0]) if above.size else a + 1.0
+            if f(b) > thr:
+                return a
+        # locate the root of the surrogate in [a, b] (first the grid cell, then the Illinois
+        # variant of regula falsi on e^{g−log δ} − 1), then certify a point next to it
+        lo_, hi_ = a, b
+        if ell.size:
+            inside = np.nonzero((ell > a) & (ell < b))[0]
+            if inside.size:
+                vals = [k for k in inside[:: max(1, inside.size // 64)]]
+                for k in vals:
+                    if self.approx_log_delta(float(ell[k])) <= thr:
+                        hi_ = float(ell[k])
+                        break
+                    lo_ = float(ell[k])
+
+        def hfun(e):
+            v = self.approx_log_delta(e) - thr
+            return math.expm1(min(v, 50.0)) if v > -math.inf else -1.0
+
+        hl, hh = hfun(lo_), hfun(hi_)
+        if hl > 0 >= hh:
+            side = 0
+            for _ in range(100):
+                if hi_ - lo_ <= 2 * _U * max(1.0, abs(hi_)):
+                    break
+                mid = (lo_ * hh - hi_ * hl) / (hh - hl)
+                if not lo_ < mid < hi_:
+                    mid = 0.5 * (lo_ + hi_)
+                hm = hfun(mid)
+                if hm <= 0:
+                    hi_, hh = mid, hm
+                    if side == -1:
+                        hl *= 0.5
+                    side = -1
+                else:
+                    lo_, hl = mid, hm
+                    if side == 1:
+                        hh *= 0.5
+                    side = 1
+        gap = 1e-12 * max(1.0, abs(b))
+        for _ in range(30):
+            cand_eps = min(b, hi_ + gap) if self.pess else max(a, lo_ - gap)
+            ok = f(cand_eps) <= thr if self.pess else f(cand_eps) > thr
+            if ok:
+                if self.pess:
+                    b = cand_eps
+                else:
+                    a = cand_eps
+                break
+            gap *= 8.0
+        else:  # the surrogate misled us: plain bisection on the certified evaluation
+            for _ in range(200):
+                if b - a <= 4 * _U * max(1.0, abs(b)):
+                    break
+                mid = 0.5 * (a + b)
+                if f(mid) <= thr:
+                    b = mid
+                else:
+                    a = mid
+        return b if self.pess else a

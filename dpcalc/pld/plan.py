@@ -1,0 +1,367 @@
+"""Choice of the tilt λ, the grid and the supports, and the one-step PLDs built on them.
+
+Heuristics throughout: any λ, spacing, offset or support is sound (the error terms are
+certified whatever they are), so these only decide speed and tightness.  The tilt minimises
+the Chernoff-type bound Σ_i n_i·K_i(λ) + log C_λ − λε [KJH20, Sec 5; GLW21, Sec 5] over the
+items (pair, n) of a plan; the grid is piecewise uniform, stride 4^k where the tilted tails
+carry < _TIER_LEVELS[k].  One-step PLDs: connect-the-dots [DGKKM22, Alg. 1] and buckets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcalc.pld._core import (
+    _LAMH,
+    _N0_LEN_MAX,
+    _N0_MAX,
+    _NWIN_MAX,
+    _TIER_LEVELS,
+    _U,
+    PLDUncertifiable,
+    _log_c_lambda,
+    _logsumexp,
+)
+from dpcalc.pld.discretise import _bucket_level0, _ctd_level0, _edge_offset, _interval_mass
+from dpcalc.pld.pair import DominatingPair
+from dpcalc.pld.pmf import _Dist, _Engine, _truncate
+
+
+def _pd(pair: DominatingPair, direction: str) -> str:
+    """The direction to ask a pair for: a symmetric pair only ever answers for "remove"."""
+    return "remove" if pair.symmetric else direction
+
+
+def _sorted_nodes(pair: DominatingPair, direction: str, lam: float, density: float,
+                  nmin: int, log_eta_top: float | None):
+    """The pair's quadrature nodes (loss, log w0, log w) in increasing loss order."""
+    loss, lw0, lw = pair.quadrature(_pd(pair, direction), lam, density, nmin, log_eta_top)
+    if loss.size > 1 and not np.all(np.diff(loss) >= 0):
+        if np.all(np.diff(loss) <= 0):
+            loss, lw0, lw = loss[::-1], lw0[::-1], lw[::-1]
+        else:
+            order = np.argsort(loss, kind="stable")
+            loss, lw0, lw = loss[order], lw0[order], lw[order]
+    return loss, lw0, lw
+
+
+def _cgf(pair: DominatingPair, direction: str, lam: float,
+         log_eta_top: float | None = None) -> tuple[float, float, float]:
+    """(K(λ), K'(λ), K''(λ)) of the one-step loss under P, by the pair's quadrature:
+    K(λ) = log E_P[e^{λL}].  Only used to choose the tilt and the grid (heuristics: every
+    choice is sound).  log_eta_top: the part of the law that goes to +∞ must not steer it."""
+    loss, lw0, lw = pair.quadrature(_pd(pair, direction), lam, 10.0, 600, log_eta_top)
+    k = _logsumexp(lw) - _logsumexp(lw0)
+    w = np.exp(lw - lw.max())
+    sw = w.sum()
+    m1 = float((w * loss).sum() / sw)
+    m2 = float((w * (loss - m1) ** 2).sum() / sw)
+    return k, m1, max(m2, 0.0)
+
+
+_LAMBDA_CACHE: dict = {}
+
+
+def _best_lambda(items, direction: str, log_delta: float | None = None,
+                 eps: float | None = None, log_eta_top: float | None = None):
+    """Cached _best_lambda_uncached; items = ((pair, n), ...)."""
+    key = (tuple((p.key(), n) for p, n in items), direction, log_delta, eps, log_eta_top)
+    hit = _LAMBDA_CACHE.get(key)
+    if hit is None:
+        if len(_LAMBDA_CACHE) > 4096:
+            _LAMBDA_CACHE.clear()
+        hit = _LAMBDA_CACHE[key] = _best_lambda_uncached(tuple(items), direction, log_delta,
+                                                         eps, log_eta_top)
+    return hit
+
+
+def _best_lambda_uncached(items, direction: str, log_delta: float | None,
+                          eps: float | None, log_eta_top: float | None):
+    """Tilt λ > 0 minimising the Chernoff-type bound: for a target δ the ε-bound
+    (T·K(λ) + log C_λ − log δ)/λ, for a target ε the δ-bound T·K(λ) − λε + log C_λ.  Both
+    are convex in the sense that their stationarity function g below is increasing in λ:
+    a bracket by doubling from a Gaussian guess, then safeguarded Newton.  The tilted
+    composed law is then centred near the ε of interest.  T·K is Σ_i n_i·K_i over the items
+    (pair, n) of a plan.  Returns (λ, [(K_i, K_i', K_i'') per item])."""
+    def total(per, j):
+        acc = items[0][1] * per[0][j]
+        for (_, n), v in zip(items[1:], per[1:], strict=True):
+            acc = acc + n * v[j]
+        return acc
+
+    def stationarity(lam):
+        per = [_cgf(p, direction, lam, log_eta_top) for p, _ in items]
+        tk, tk1, tk2 = total(per, 0), total(per, 1), total(per, 2)
+        dlc, d2lc = -math.log1p(1.0 / lam), 1.0 / (lam * (lam + 1.0))
+        if eps is None:
+            g = lam * (tk1 + dlc) - (tk + _log_c_lambda(lam) - log_delta)
+            gp = lam * (tk2 + d2lc)
+        else:
+            g = tk1 - eps + dlc
+            gp = tk2 + d2lc
+        return g, gp, per
+
+    per0 = [_cgf(p, direction, 0.0, log_eta_top) for p, _ in items]
+    per0 = [(k, m, max(v, 1e-300)) for k, m, v in per0]
+    steps, m0, v0 = items[0][1], per0[0][1], per0[0][2]
+    if eps is None:
+        guess = math.sqrt(max(-2.0 * log_delta, 1.0) / total(per0, 2))
+    elif len(items) == 1:
+        guess = (eps / steps - m0) / v0
+    else:
+        guess = (eps - total(per0, 1)) / total(per0, 2)
+    lam = min(max(guess, 1e-3), 1e5)
+    lo_l, hi_l = 0.0, math.inf
+    g, gp, kk = stationarity(lam)
+    for _ in range(200):
+        if g < 0:
+            lo_l = lam
+        else:
+            hi_l = lam
+        if abs(g) <= 1e-10 * (1.0 + abs(gp) * lam) or hi_l - lo_l <= 1e-12 * hi_l:
+            break
+        if not math.isfinite(hi_l):
+            nxt = lam * 2.0 if not (gp > 0 and math.isfinite(gp)) else \
+                min(lam * 4.0, max(lam * 1.01, lam - g / gp))
+            if nxt > 1e6:
+                break
+        elif lo_l == 0.0 and g > 0:
+            nxt = lam / 2.0 if not gp > 0 else max(lam / 4.0, min(lam * 0.99, lam - g / gp))
+            if nxt < 1e-8:
+                break
+        else:
+            nxt = lam - g / gp if gp > 0 else 0.5 * (lo_l + hi_l)
+            if not lo_l < nxt < hi_l:
+                nxt = 0.5 * (lo_l + hi_l)
+        lam = nxt
+        g, gp, kk = stationarity(lam)
+    return lam, kk
+
+
+def _tilted_quantiles(pair: DominatingPair, direction: str, lams, deep: float = 1e-30,
+                      log_eta_top: float | None = None):
+    """Loss values beyond which the tilted one-step law carries 0.05/16^k of its mass
+    (k = 1..4), below and above, for the most extreme of several tilts; the lower `deep`
+    quantile of the smallest tilt; the untilted median."""
+    levels = list(_TIER_LEVELS)
+    lower = [math.inf] * 4
+    upper = [-math.inf] * 4
+    lo_deep = math.inf
+    median = 0.0
+    for lam in [0.0] + sorted(lams):
+        loss, _, lw = _sorted_nodes(pair, direction, lam, 20.0, 2000, log_eta_top)
+        cdf = np.cumsum(np.exp(lw - lw.max()))
+        cdf /= cdf[-1]
+        n = cdf.size
+        if lam == 0.0:
+            median = float(loss[min(np.searchsorted(cdf, 0.5), n - 1)])
+            continue
+        lo_deep = min(lo_deep, float(loss[min(np.searchsorted(cdf, deep), n - 1)]))
+        for k, v in enumerate(levels):
+            lower[k] = min(lower[k], float(loss[min(np.searchsorted(cdf, v), n - 1)]))
+            upper[k] = max(upper[k], float(loss[min(np.searchsorted(cdf, 1 - v), n - 1)]))
+    if not math.isfinite(lo_deep):      # λ = 0 only
+        lo_deep = -math.inf
+        lower = [median] * 4 if not math.isfinite(lower[0]) else lower
+        upper = [median] * 4 if not math.isfinite(upper[0]) else upper
+    return lower, upper, lo_deep, median
+
+
+def _tier_positions(j_lo: int, j_hi: int, h: float, lower, upper,
+                    max_stride: float = math.inf) -> np.ndarray:
+    """Grid indices of the one-step atoms: stride 1 in the bulk, stride 4^k where the tilted
+    tail beyond carries < 0.05/16^k of the mass (second-order error ∝ mass × stride²)."""
+    def clamp(j):
+        return max(j_lo, min(j_hi, j))
+
+    b_lo = [j_lo] + [clamp(math.floor(v / h)) for v in lower]
+    b_hi = [j_hi] + [clamp(math.ceil(v / h)) for v in upper]
+    for k in range(2, 5):             # nested regions
+        b_lo[k] = min(b_lo[k], b_lo[k - 1])
+        b_hi[k] = max(b_hi[k], b_hi[k - 1])
+    inner_lo, inner_hi = b_lo[1], b_hi[1]
+    if inner_lo > inner_hi:
+        inner_lo = inner_hi = (inner_lo + inner_hi) // 2
+    pieces = [np.arange(inner_lo, inner_hi + 1), np.array([j_lo, j_hi])]
+    for k in range(1, 5):
+        stride = int(min(4 ** k, max(1, 4 ** int(math.log(max_stride, 4))))) \
+            if max_stride < 4 ** k else 4 ** k
+        a = b_lo[k + 1] if k < 4 else j_lo
+        b = b_lo[k]
+        if b > a:
+            pieces.append(np.arange(-((-a) // stride) * stride, b, stride))
+        a = b_hi[k]
+        b = b_hi[k + 1] if k < 4 else j_hi
+        if b > a:
+            pieces.append(np.arange(-((-a - 1) // stride) * stride, b + 1, stride))
+    jpos = np.unique(np.concatenate(pieces))
+    return jpos[(jpos >= j_lo) & (jpos <= j_hi)]
+
+
+def _log_tilted_below(pair: DominatingPair, direction: str, ell0: float,
+                      lam: float, floor: float) -> float:
+    """Upper bound on log E_P[e^{λL}; L ≤ ℓ0] (λ ≥ 0): a Riemann upper sum
+    Σ_k e^{λ p_k}·P(p_{k+1} < L ≤ p_k) over points p_k = ℓ0 − kΔ, Δ ≈ 1/λ (each term
+    overestimates by at most e^{λΔ}), down to below `floor` (where P(L ≤ ·) is negligible),
+    plus e^{λ p_K}·P(L ≤ p_K), with the tails moved up by their error bounds."""
+    if lam <= 0:
+        pts = np.array([ell0])
+    else:
+        span = max(ell0 - floor, 0.0) + 1.0
+        step = max(1.0 / lam, span / 20000.0)
+        pts = ell0 - step * np.arange(int(math.ceil(span / step)) + 1)
+    tl = pair.tails(pts, direction)
+    if tl is None:
+        pts = pts * (1 + 1e-9) - 1e-12
+        tl = pair.tails(pts, direction)
+        if tl is None:
+            raise PLDUncertifiable("cannot bound the dropped lower tail")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # interval masses (points decrease): mass in (p_{k+1}, p_k], plus twice its error
+        m, em = _interval_mass(tl.lPup[1:], tl.lPup[:-1], tl.lPlo[1:], tl.lPlo[:-1],
+                               tl.ePup[1:], tl.ePup[:-1], tl.ePlo[1:], tl.ePlo[:-1])
+        inter = np.logaddexp(m, math.log(2.0) + em)
+        last = tl.lPlo[-1] + math.log1p(2 * float(tl.ePlo[-1]) + 4 * _U)
+        terms = np.concatenate((lam * pts[:-1] + inter, [lam * pts[-1] + last]))
+    return _logsumexp(terms) + 1e-12
+
+
+def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float,
+            lams, max_stride=lambda h: math.inf, deep: float = 1e-30,
+            log_eta_top: float | None = None, offset: float = 0.0, full: bool = True,
+            fixed_h: bool = False):
+    """Atom positions and tails at the atoms and at the bucket boundaries; nudges h off
+    ill-conditioned thresholds.  Also returns whether the pessimistic side drops the mass
+    below the grid (then the grid starts at the tilted `deep` quantile, above the untilted
+    median: the untilted bulk far below the tilted one is not worth a grid).  The grid is
+    ℓ_j = offset + j·h.  With fixed_h (a grid shared by several items of a plan) h only ever
+    doubles and a nudge moves the offset alone, so h stays h_base·2^k."""
+    lower, upper, lo_deep, median = _tilted_quantiles(pair, direction, lams, deep, log_eta_top)
+    # the grid holds the tilted bulk (where δ comes from) as well as the untilted tails
+    drop = lo_deep > lo
+    lo = min(lo_deep if drop else lo, lower[-1])
+    hi = max(hi, upper[-1])
+    edge_lo, edge_hi = pair.loss_bounds(direction)
+    if math.isfinite(edge_lo):
+        lo = max(lo, edge_lo - 1.0)
+    if math.isfinite(edge_hi):
+        hi = min(hi, edge_hi + 1.0)
+    nudges = 0
+    for _ in range(40):
+        j_lo = math.floor((lo - offset) / h) - 1
+        j_hi = math.ceil((hi - offset) / h) + 1
+        if j_hi - j_lo + 1 > _N0_LEN_MAX:
+            h *= 2.0 if fixed_h else 1.05 * (j_hi - j_lo + 1) / _N0_LEN_MAX   # still sound
+            continue
+        jpos = _tier_positions(j_lo, j_hi, h, [v - offset for v in lower],
+                               [v - offset for v in upper], max_stride(h))
+        if jpos.size > _N0_MAX:
+            h *= 2.0 if fixed_h else 1.1 * math.sqrt(jpos.size / _N0_MAX)
+            continue
+        ell = offset + jpos.astype(float) * h
+        t_full = pair.tails(ell, direction) if full else None
+        t_half = pair.tails(0.5 * (ell[:-1] + ell[1:]), direction)
+        if (t_full is not None or not full) and t_half is not None:
+            drop_ok = drop and full
+            return h, offset, j_lo, j_hi, jpos, ell, t_full, t_half, drop_ok
+        nudges += 1
+        if nudges > 8:
+            break
+        if not fixed_h:
+            h *= 1.0 + 2.0 ** -18
+        offset += h * 2.0 ** -12 * nudges
+    raise PLDUncertifiable("cannot place the one-step grid")
+
+
+@dataclass
+class _Side:
+    engine: _Engine
+    c: float
+    lpinf: float
+    h0: float
+    lam: float
+    off: float = 0.0     # one-step grid offset: after k steps ℓ_j = k·off + j·h
+
+
+@dataclass
+class _Plan:
+    """Tilt and budgets of one direction for one group of step counts."""
+
+    lam: float
+    var: tuple[float, ...]       # per item of the plan (the varying item last): K''(λ)
+    lam_range: tuple[float, float]
+    tau: float
+    log_eta_top: float | None = None   # one-step P-mass above this goes to +∞ (heuristics)
+
+
+def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: float,
+            log_eta: float) -> float:
+    """The one-step grid spacing asked for at resolution ρ (before the caps of _level0)."""
+    lo, hi = pair.support(direction, log_eta)
+    std = math.sqrt(var) if var > 0 else (hi - lo) / 100.0
+    # the δ integrand varies on the scale 1/λ as well as on the scale of the law itself:
+    # every grid keeps λ·h ≤ _LAMH·ρ (a coarser grid would move mass by more than 1/λ,
+    # i.e. change its tilted weight by a factor e^{λh}; the errors are ∝ (λh)²)
+    scale = min(std, 1.0 / lam) if lam > 0 else std
+    return max(rho * scale, (hi - lo) / (_NWIN_MAX - 8))
+
+
+def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
+                t_max: int, log_eta: float, sides=(True, False), item: int = -1,
+                h_fixed: float | None = None) -> dict[bool, _Side]:
+    """One-step PLDs (pessimistic / optimistic) of one direction, tilted, as engines.
+
+    item indexes plan.var; h_fixed (a plan of several items) fixes the spacing up to powers
+    of two, so that every item's grid is h_base·2^k."""
+    direction = _pd(pair, direction)
+    lo, hi = pair.support(direction, log_eta)
+    lam = plan.lam
+    h = h_fixed if h_fixed is not None else _grid_h(pair, direction, plan.var[item], lam,
+                                                     rho, log_eta)
+    lamh_max = _LAMH * rho
+    deep = max(1e-300, 1e-3 * plan.tau / max(1, t_max))
+
+    def stride(hh):
+        return max(1.0, lamh_max / (lam * hh)) if lam > 0 else math.inf
+
+    off = _edge_offset(pair, direction, h)
+    h, off, j_lo, j_hi, jpos, ell, t_full, t_half, drop = _level0(
+        pair, direction, h, lo, hi, plan.lam_range, max_stride=stride, deep=deep,
+        log_eta_top=plan.log_eta_top, offset=off, fixed_h=h_fixed is not None)
+    s_max = (int(math.floor(math.log2(lamh_max / (lam * h)))) if lam > 0
+             and lamh_max > lam * h else (0 if lam > 0 else 1 << 30))
+    out = {}
+    n = j_hi - j_lo + 1
+    for pess in sides:
+        if pess:
+            lp, lpi, lr = _ctd_level0(ell, t_full, direction == "remove", drop)
+        else:
+            lp, lr = _bucket_level0(ell, t_half)
+            lpi = -math.inf
+        la = lp + lam * ell
+        c = _logsumexp(la)
+        if not math.isfinite(c):
+            raise PLDUncertifiable("empty one-step PLD")
+        with np.errstate(invalid="ignore", over="ignore"):
+            ta = np.exp(la - c)
+            # relative error of the tilted masses: exp/log rounding plus that of the masses
+            rel = 4 * _U * (np.abs(la - c) + 2.0) + np.exp(lr)
+        rel = np.where(np.isfinite(rel), rel, 0.0)
+        t = np.zeros(n)
+        t[jpos - j_lo] = ta
+        e1 = float((ta * rel).sum())
+        if pess and drop:
+            # the dropped mass below ℓ_0 is paid for as tilted ℓ1 error
+            lb = _log_tilted_below(pair, direction, float(ell[0]), lam, lo) - c
+            e1 += math.exp(min(lb, 700.0))
+        base = _Dist(j_lo, 0, t, 0.0, e1, float((ta * rel).max()))
+        base = _truncate(base, plan.tau / max(1, t_max), pess)
+        nz = np.nonzero(base.t)[0]
+        base = _Dist(base.lo + int(nz[0]), 0, base.t[nz[0]:nz[-1] + 1], base.logscale,
+                     base.e1, base.einf)
+        out[pess] = _Side(_Engine(base, h, lam, pess, t_max, plan.tau, s_max), c, lpi, h,
+                          lam, off)
+    return out

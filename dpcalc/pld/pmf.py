@@ -1,0 +1,337 @@
+"""Tilted discrete PLDs with certified error bounds: convolution, truncation, coarsening.
+
+A _Dist holds t_j ∝ p_j·e^{λℓ_j} on the grid ℓ_j = offset + j·h0·2^s, with ℓ1 and ℓ∞ bounds on
+its distance to the same construction in exact arithmetic.  FFT convolution [KJH20] with the
+a-priori round-off bound of [Hig02, Thm 24.2]; coarsening by connect-the-dots [DGKKM22]
+(pessimistic) or bucket merging (optimistic); _Engine composes by repeated squaring.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcalc.pld._core import _NWIN_MAX, _U
+
+
+@dataclass
+@dataclass
+class _Dist:
+    """A tilted discrete PLD: original mass at ℓ_j = j·h0·2^s (+ the composed grid offset) is
+    t_j·e^{logscale + Σ k·c − λℓ_j} (k steps of each one-step law, c its tilted log-MGF).
+
+    e1 bounds ‖t − t_exact‖₁ and einf bounds max_j |t_j − t_exact,j| (same units as t),
+    where t_exact is the same construction in exact arithmetic on exact inputs.
+    """
+
+    lo: int
+    s: int
+    t: np.ndarray
+    logscale: float
+    e1: float
+    einf: float
+    noise: float = 0.0   # ℓ1 round-off bound of the operation that produced t
+
+
+def _normalise(d: _Dist) -> _Dist:
+    m = float(d.t.max()) if d.t.size else 0.0
+    if m <= 0.0 or not math.isfinite(m):
+        return d
+    t = d.t / m
+    extra = _U * float(t.sum())  # rounding of the division
+    return _Dist(d.lo, d.s, t, d.logscale + math.log(m), d.e1 / m + extra, d.einf / m + _U,
+                 d.noise / m)
+
+
+def _fft_roundoff_l2(n: int, n1a: float, n2a: float, n1b: float, n2b: float) -> float:
+    """ℓ2 bound on the round-off of an FFT convolution of length n (power of two).
+
+    Higham, Accuracy and Stability of Numerical Algorithms (2002), Thm 24.2: a computed FFT
+    has ‖ŷ − y‖₂ ≤ (log2 n·η/(1 − log2 n·η))‖y‖₂, η ≈ 6u with accurate twiddle factors.  For
+    irfft(rfft(a)·rfft(b)) this gives ≲ (2γ + 4u)(‖a‖₁‖b‖₂ + ‖a‖₂‖b‖₁), γ = log2 n·η (using
+    |â_k| ≤ ‖a‖₁ and Parseval); a safety factor of 4 on top.
+    """
+    gamma = 8.0 * _U * max(1.0, math.log2(n))
+    return 4.0 * (2.0 * gamma + 4.0 * _U) * (n1a * n2b + n2a * n1b)
+
+
+def _heavy(t: np.ndarray, k: int = 16):
+    """Indices of the k largest entries if they carry at least half of the mass."""
+    if t.size <= 8 * k:
+        return None
+    idx = np.argpartition(t, t.size - k)[t.size - k:]
+    return idx if float(t[idx].sum()) >= 0.5 * float(t.sum()) else None
+
+
+def _conv_fft(x: np.ndarray, y: np.ndarray, same: bool):
+    """x*y by FFT; returns (out, ℓ1 bound, ℓ∞ bound) on the round-off."""
+    nout = x.size + y.size - 1
+    n = 1 << (nout - 1).bit_length()
+    fx = np.fft.rfft(x, n)
+    fy = fx if same else np.fft.rfft(y, n)
+    out = np.fft.irfft(fx * fy, n)[:nout]
+    n1x, n1y = float(x.sum()), float(y.sum())
+    n2x = math.sqrt(float((x * x).sum()))
+    n2y = n2x if same else math.sqrt(float((y * y).sum()))
+    r2 = _fft_roundoff_l2(n, n1x, n2x, n1y, n2y)
+    return out, math.sqrt(nout) * r2, r2
+
+
+def _conv(a: _Dist, b: _Dist) -> _Dist:
+    """Convolution with propagated ℓ1 / ℓ∞ error bounds; negatives clipped (never worse).
+
+    Direct for short vectors.  Otherwise by FFT; when a few entries carry most of the mass
+    (early compositions of a small-q step: a spike plus a thin tail) those are convolved
+    directly as shifted copies, exact up to O(u) per entry, and only the rest by FFT,
+    whose round-off bound scales with the ℓ2 norms and would otherwise be dominated by the
+    spike.
+    """
+    assert a.s == b.s
+    la, lb = a.t.size, b.t.size
+    nout = la + lb - 1
+    n1a, n1b = float(np.abs(a.t).sum()), float(np.abs(b.t).sum())
+    mxa, mxb = float(np.abs(a.t).max()), float(np.abs(b.t).max())
+    same = b is a
+    if min(la, lb) <= 48:
+        out = np.convolve(a.t, b.t)
+        m = min(la, lb)
+        g = m * _U / (1 - m * _U) * 2
+        r1 = g * n1a * n1b
+        rinf = g * min(mxa * n1b, n1a * mxb)
+    else:
+        ha = _heavy(a.t) if nout > 16384 else None
+        hb = (ha if same else _heavy(b.t)) if ha is not None else None
+        if ha is None:
+            out, r1, rinf = _conv_fft(a.t, b.t, same)
+        else:
+            # a*b = a_H*b + b_H*a_L + a_L*b_L   (H: heavy entries, L: the rest)
+            aL = a.t.copy()
+            aL[ha] = 0.0
+            if hb is None:
+                bL, hb_idx = b.t, np.zeros(0, dtype=int)
+            else:
+                bL = aL if same else b.t.copy()
+                if not same:
+                    bL[hb] = 0.0
+                hb_idx = hb
+            out, r1, rinf = _conv_fft(aL, bL, same and hb is not None)
+            for j in ha:
+                out[j:j + lb] += a.t[j] * b.t
+            for i in hb_idx:
+                out[i:i + la] += b.t[i] * aL
+            m = ha.size + hb_idx.size + 2
+            g = 2 * m * _U / (1 - m * _U)
+            r1 += g * (n1a * n1b + r1)
+            rinf += g * (mxa * n1b + mxb * n1a)
+    # exact a = ã − e_a etc.: ã*b̃ − a*b = e_a*b̃ + ã*e_b − e_a*e_b
+    e1 = a.e1 * n1b + n1a * b.e1 + a.e1 * b.e1 + r1
+    einf = (min(a.einf * n1b, a.e1 * mxb) + min(n1a * b.einf, mxa * b.e1)
+            + min(a.einf * b.e1, a.e1 * b.einf) + rinf)
+    out = np.maximum(out, 0.0)  # exact values are ≥ 0: clipping moves towards them
+    d = _Dist(a.lo + b.lo, a.s, out, a.logscale + b.logscale, e1 * (1 + 8 * _U),
+              einf * (1 + 8 * _U), r1)
+    return _normalise(d)
+
+
+def _truncate(d: _Dist, tau: float, pess: bool) -> _Dist:
+    """Drop both tails of tilted mass ≤ τ (τ in absolute tilted units).
+
+    Optimistic: dropping mass only lowers δ (sound).  Pessimistic: the dropped mass is added
+    to the ℓ1 error bound (the exact object keeps it), and is paid for at the end.  The
+    threshold is at least the round-off bound of the step that produced t (FFT noise in the
+    far tails is not worth keeping: dropping it at most doubles that error term).
+    """
+    t = d.t
+    if t.size <= 2:
+        return d
+    tau_s = tau * math.exp(min(-d.logscale, 700.0))
+    tau_s = max(tau_s, d.noise)
+    if not tau_s > 0.0:
+        return d
+    cs = np.cumsum(t)
+    i0 = int(np.searchsorted(cs, tau_s, side="right"))
+    rcs = np.cumsum(t[::-1])
+    i1 = int(np.searchsorted(rcs, tau_s, side="right"))
+    if i0 + i1 >= t.size - 1:
+        return d
+    if i0 == 0 and i1 == 0:
+        return d
+    dropped = (float(cs[i0 - 1]) if i0 else 0.0) + (float(rcs[i1 - 1]) if i1 else 0.0)
+    dropped *= 1.0 + t.size * _U * 2
+    nt = t[i0:t.size - i1]
+    e1 = d.e1 + dropped if pess else d.e1
+    return _Dist(d.lo + i0, d.s, nt, d.logscale, e1, d.einf)
+
+
+def _coarsen_pess(d: _Dist, h: float, lam: float) -> _Dist:
+    """Connect-the-dots from grid h to 2h [DGKKM22]: an atom at an odd point (2i+1)h is split
+    between 2ih (P-mass fraction 1/(1+e^h)) and (2i+2)h (fraction 1/(1+e^{−h})), which keeps
+    its P- and Q-mass: a dominating pair.  In tilted units the two parts get the factors
+    e^{∓λh}.  ℓ1 norm of the map: max(1, cd + cu)."""
+    t = d.t
+    lo = d.lo
+    if lo % 2:
+        t = np.concatenate(([0.0], t))
+        lo -= 1
+    if t.size % 2 == 0:
+        t = np.concatenate((t, [0.0]))
+    even = t[0::2]
+    odd = t[1::2]
+    w_up = 1.0 / (1.0 + math.exp(-h))
+    cu = w_up * math.exp(lam * h)
+    cd = (1.0 - w_up) * math.exp(-lam * h)
+    out = even.copy()
+    out[:odd.size] += cd * odd
+    out[1:odd.size + 1] += cu * odd
+    g = max(1.0, cu + cd)
+    e1 = d.e1 * g + 6 * _U * float(out.sum())
+    einf = d.einf * (1.0 + cu + cd) + 6 * _U * float(out.max())
+    return _Dist(lo // 2, d.s + 1, out, d.logscale, e1, einf)
+
+
+def _coarsen_opt(d: _Dist, h: float, lam: float) -> _Dist:
+    """Bucket merging from grid h to 2h (optimistic, a dominated pair).
+
+    Coarse point i collects the fine atoms 2i−1 (half), 2i, 2i+1 (half); merging (also of
+    fractions) is a post-processing.  With X_i ∝ Σ m_j(1 − e^{2ih − ℓ_j}) its excess over the
+    coarse grid value: a deficit bucket merges a fraction f of bucket i+1 (excess Y_i > 0
+    w.r.t. 2ih); a surplus bucket merges a fraction g of bucket i−1 (excess Z_i < 0), so the
+    merged atom sits (almost) exactly at its ratio.  All decisions are checked against the
+    ℓ∞ error bound of the input, so they are valid for the exact vector as well (no error
+    amplification).  A deficit bucket that cannot be fixed goes to 2(i−1)h (all its losses
+    are ≥ (2i−1)h).  In tilted units a mass moved by Δ gets the factor e^{λΔ}.
+    """
+    t = d.t
+    lo = d.lo
+    if lo % 2 == 0:            # first entry odd, so that buckets are complete
+        t = np.concatenate(([0.0], t))
+        lo -= 1
+    if (t.size % 2) == 0:
+        t = np.concatenate((t, [0.0]))
+    t = np.concatenate(([0.0, 0.0], t, [0.0, 0.0]))   # room for buckets i−1 and i+1
+    lo -= 2
+    i0 = (lo + 1) // 2        # t[1 + 2k] is fine index 2(i0 + k), t[2k] is 2(i0 + k) − 1
+    even = t[1::2]
+    odd = t[0::2]             # odd[k] = fine 2(i0+k) − 1
+    nb = even.size
+    o_prev = odd[:nb]                          # 2i − 1
+    o_next = odd[1:nb + 1]                     # 2i + 1
+    el, eml = math.exp(lam * h), math.exp(-lam * h)
+    own = 0.5 * o_prev * el + even + 0.5 * o_next * eml      # tilted at 2i
+    # excess coefficients (1 − e^{2ih − ℓ_j}) times tilt factors, fine offsets −3..+3
+    cp1 = 0.5 * eml * -math.expm1(-h)
+    cm1 = 0.5 * el * math.expm1(h)
+    X = cp1 * o_next - cm1 * o_prev
+    absX = cp1 * o_next + cm1 * o_prev
+    z2 = np.concatenate(([0.0], even[:-1]))                   # 2i − 2
+    z3 = np.concatenate(([0.0], o_prev[:-1]))                 # 2i − 3
+    y2 = np.concatenate((even[1:], [0.0]))                    # 2i + 2
+    y3 = np.concatenate((o_next[1:], [0.0]))                  # 2i + 3
+    cy2, cy3 = eml ** 2 * -math.expm1(-2 * h), 0.5 * eml ** 3 * -math.expm1(-3 * h)
+    cz2, cz3 = el ** 2 * math.expm1(2 * h), 0.5 * el ** 3 * math.expm1(3 * h)
+    Y = cp1 * o_next + cy2 * y2 + cy3 * y3                      # bucket i+1 (> 0)
+    Zabs = cm1 * o_prev + cz2 * z2 + cz3 * z3                   # −(bucket i−1) (> 0)
+    own_up = np.concatenate((own[1:], [0.0])) * eml * eml      # bucket i+1 at 2i
+    own_dn = np.concatenate(([0.0], own[:-1])) * el * el       # bucket i−1 at 2i
+    B = d.einf
+    mX = B * (cp1 + cm1) + 8 * _U * absX
+    mY = B * (cp1 + cy2 + cy3) + 8 * _U * Y
+    mZ = B * (cm1 + cz2 + cz3) + 8 * _U * Zabs
+    need = mX - X
+    den = Y - mY
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        f = np.where(den > 0, need / den, np.inf) * (1 + 8 * _U)
+        ghat = np.where(need < 0, -need / (Zabs + mZ), 0.0) * (1 - 1e-6)
+    live = own > 0
+    deficit = live & (need > 0)
+    borrow = deficit & (f <= 1.0)
+    fb = deficit & ~borrow
+    f = np.where(borrow, f, 0.0)
+    surplus = live & (need < 0) & (own_dn > 0)
+    fprev = np.concatenate(([0.0], f[:-1]))
+    fprev2 = np.concatenate(([0.0], fprev[:-1]))
+    ghat = np.where(surplus, ghat, 0.0)
+    ghat_next = np.concatenate((ghat[1:], [0.0]))
+    own_frac = np.maximum(0.0, 1.0 - fprev - np.minimum(ghat_next, 1.0 - fprev))
+    g = np.minimum(ghat * own_frac, np.maximum(0.0, 1.0 - fprev2)) * (1 - 8 * _U)
+    g_next = np.concatenate((g[1:], [0.0]))
+    keep = np.maximum(0.0, 1.0 - fprev - g_next) * own
+    out = np.where(fb, 0.0, keep) + f * own_up + g * own_dn
+    # fall-back buckets go one coarse point down (tilted factor e^{−2λh})
+    fbm = np.where(fb, keep, 0.0) * eml * eml
+    out[:-1] += fbm[1:]
+    lo_c = i0
+    if fbm[0] > 0.0:
+        out = np.concatenate(([float(fbm[0])], out))
+        lo_c -= 1
+    # ℓ1 map norm ≤ e^{3λh} (mass moves up by at most 3h); ℓ∞ row sums ≤ 6e^{3λh}
+    e3 = math.exp(3 * lam * h)
+    e1 = d.e1 * e3 + 12 * _U * float(out.sum())
+    einf = B * 6.0 * e3 + 12 * _U * float(out.max())
+    nz = np.nonzero(out)[0]
+    if nz.size:
+        out = out[nz[0]:nz[-1] + 1]
+        lo_c += int(nz[0])
+    return _Dist(lo_c, d.s + 1, out, d.logscale, e1, einf)
+
+
+class _Engine:
+    """Composes a tilted one-step PLD by repeated squaring with a coarsening grid."""
+
+    def __init__(self, base: _Dist, h0: float, lam: float, pess: bool, t_max: int,
+                 tau: float, s_max: int = 1 << 30):
+        self.h0, self.lam, self.pess = h0, lam, pess
+        self.s_max = s_max
+        self.t_max = t_max
+        self.tau = tau
+        self.powers = [base]
+        self.cache: dict[tuple[int, int], _Dist] = {}
+
+    def _coarsen(self, d: _Dist) -> _Dist:
+        h = self.h0 * 2.0 ** d.s
+        if self.pess:
+            return _coarsen_pess(d, h, self.lam)
+        return _coarsen_opt(d, h, self.lam)
+
+    def to_grid(self, d: _Dist, s: int) -> _Dist:
+        while d.s < s:
+            d = self._coarsen(d)
+        return d
+
+    def power(self, k: int) -> _Dist:
+        """base^{*2^k} on grid 2^{⌊k/2⌋}·h0."""
+        while len(self.powers) <= k:
+            kk = len(self.powers)
+            p = self.powers[-1]
+            sq = _conv(p, p)
+            mult = max(1, self.t_max >> kk)
+            sq = _truncate(sq, self.tau / mult, self.pess)
+            sq = self.to_grid(sq, min(kk // 2, max(self.s_max, sq.s)))
+            while sq.t.size > _NWIN_MAX // 2:
+                sq = self._coarsen(sq)       # too long: a coarser grid is still sound
+            self.powers.append(sq)
+        return self.powers[k]
+
+    def compose(self, n: int, mult: int = 1) -> _Dist:
+        """base^{*n} (n ≥ 1) as a product of cached powers."""
+        acc = None
+        k = 0
+        while n:
+            if n & 1:
+                p = self.power(k)
+                if acc is None:
+                    acc = p
+                else:
+                    acc = self.to_grid(acc, p.s)
+                    acc = _truncate(_conv(acc, p), self.tau / mult, self.pess)
+            n >>= 1
+            k += 1
+        return acc
+
+    def multiply(self, a: _Dist, b: _Dist) -> _Dist:
+        s = max(a.s, b.s)
+        a = self.to_grid(a, s)
+        b = self.to_grid(b, s)
+        return _truncate(_conv(a, b), self.tau, self.pess)
