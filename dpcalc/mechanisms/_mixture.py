@@ -245,3 +245,88 @@ def log_binomial_weights(k: int, q: float) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         lw = log_choose + j * math.log(q) + np.where(k - j > 0, (k - j) * l1q, 0.0)
     return lw
+
+
+# --------------------------------------------------------------------------------------
+# the engine's DominatingPair interface (dpcalc.pld.pair) over one side per direction
+# --------------------------------------------------------------------------------------
+
+class EnginePair:
+    """Adapts one-direction pairs (``MixturePair`` or alike) to ``dpcalc.pld.pair``.
+
+    ``sides`` maps "remove" (and "add" unless ``symmetric``) to an object with
+    ``log_tails_at_loss``, ``loss_range``, ``support`` and ``quadrature_nodes``.
+    Relative tail errors are e = expm1(err)·(1 + 2⁻⁴⁰) from the absolute log errors err.
+    Thresholds within 1e-12 (relative) of a finite hard edge are ill-conditioned (None).
+    References: ZDW22 (Def 7), KJH20.
+    """
+
+    def __init__(self, key, sides: dict, symmetric: bool):
+        self._key = key
+        self._sides = sides
+        self.symmetric = bool(symmetric)
+
+    def __repr__(self) -> str:
+        return f"EnginePair{self._key!r}"
+
+    def _side(self, direction: str):
+        if direction not in ("remove", "add"):
+            raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+        return self._sides["remove"] if self.symmetric else self._sides[direction]
+
+    def key(self):
+        return self._key
+
+    def tails(self, ell, direction: str):
+        from dpcalc.pld.pair import Tails
+
+        side = self._side(direction)
+        ell = np.atleast_1d(np.asarray(ell, dtype=float))
+        for edge in side.loss_range():
+            if math.isfinite(edge) and np.any(np.abs(ell - edge) <= 1e-12 * (1.0 + abs(edge))):
+                return None
+        pu, pl, qu, ql, err = side.log_tails_at_loss(ell)
+        with np.errstate(over="ignore"):
+            e = np.expm1(err) * (1.0 + 2.0 ** -40)
+        if not np.all(np.isfinite(e)):
+            return None
+
+        def rel(v):
+            return np.where(np.isneginf(v), 0.0, e)
+
+        return Tails(pu, pl, qu, ql, rel(pu), rel(pl), rel(qu), rel(ql))
+
+    def loss_bounds(self, direction: str) -> tuple[float, float]:
+        lo, hi = self._side(direction).loss_range()
+        # outward by a few ulps: the edges are computed from log weights in floats
+        lo = lo - 8.0 * _U * (1.0 + abs(lo)) if math.isfinite(lo) else lo
+        hi = hi + 8.0 * _U * (1.0 + abs(hi)) if math.isfinite(hi) else hi
+        return lo, hi
+
+    def support(self, direction: str, log_eta: float) -> tuple[float, float]:
+        return self._side(direction).support(log_eta)
+
+    def quadrature(self, direction: str, lam: float, density: float, nmin: int,
+                   log_eta_top: float | None):
+        loss, lw0 = self._side(direction).quadrature_nodes(density, nmin, log_eta_top, lam)
+        return loss, lw0, lw0 + lam * loss
+
+
+def _mixture_nodes(pair: MixturePair, density: float, nmin: int, log_eta_top, lam: float):
+    """Nodes x on [min mean − 14σ, max mean + 14σ (+ tilt room)], cut where P's upper tail
+    is below e^{log_eta_top}; loss L(x) and log P-density (heuristic weights)."""
+    lo = float(pair.mp.min()) - 14.0 * pair.sigma
+    hi = float(pair.mp.max()) + 14.0 * pair.sigma + max(lam, 0.0) * float(
+        np.max(np.abs(pair.mp)))
+    if log_eta_top is not None:
+        hi = min(hi, float(pair.mp.max()) + _z_tail(log_eta_top - math.log(len(pair.mp)))
+                 * pair.sigma)
+    n = int(min(200_000, max(nmin, density * (hi - lo) / pair.sigma)))
+    x = np.linspace(lo, hi, max(n, 2))
+    s2 = pair.sigma * pair.sigma
+    lp = pair._log_dens(x, pair.log_a, pair.mp) - x * x / (2.0 * s2)
+    return pair.loss(x), lp
+
+
+MixturePair.quadrature_nodes = lambda self, density, nmin, log_eta_top, lam=0.0: \
+    _mixture_nodes(self, density, nmin, log_eta_top, lam)

@@ -157,6 +157,27 @@ class SymmetrisedPair:
         top = max(abs(lo), abs(hi))
         return -top, top
 
+    def loss_range(self) -> tuple[float, float]:
+        """The loss is unbounded on both sides (for p > 0)."""
+        return -math.inf, math.inf
+
+    def quadrature_nodes(self, density: float, nmin: int, log_eta_top, lam: float = 0.0):
+        """Heuristic nodes: the M part (x > 1, loss L_R), the mirrored N₀ part (loss −L_R)
+        and the atom (loss 0), with log P*-weights per node."""
+        from dpcalc.mechanisms._mixture import _z_tail
+
+        hi = 2.0 + 14.0 * self.sigma + 2.0 * max(lam, 0.0)
+        if log_eta_top is not None:
+            hi = min(hi, 2.0 + _z_tail(log_eta_top - math.log(2.0)) * self.sigma)
+        hi = max(hi, 1.0 + 1e-9)
+        n = int(min(100_000, max(nmin // 2 + 1, density * (hi - 1.0) / self.sigma)))
+        x = np.linspace(1.0, hi, max(n, 2))
+        s2 = self.sigma * self.sigma
+        lr = self.remove.loss(x)
+        lq = -x * x / (2 * s2) - 0.5 * math.log(2 * math.pi * s2) + math.log(x[1] - x[0])
+        loss = np.concatenate([lr, -lr, [0.0]])
+        lw0 = np.concatenate([lq + lr, lq, [math.log(max(self.atom(), 1e-300))]])
+        return loss, lw0
 
 def pair(batch_size: int, dataset_size: int, sigma: float, k: int = 1) -> SymmetrisedPair:
     """The dominating pair of one fixed-batch step (p = B/N), replace-one or add/remove.
@@ -171,3 +192,15 @@ def pair(batch_size: int, dataset_size: int, sigma: float, k: int = 1) -> Symmet
     if not (1 <= batch_size <= dataset_size):
         raise ValueError(f"batch size must be in [1, dataset size], got {batch_size!r}")
     return SymmetrisedPair(batch_size / dataset_size, sigma)
+
+
+def engine_pair(batch_size: int, dataset_size: int, sigma: float, k: int = 1):
+    """The fixed-batch pair in the engine's interface (symmetric: one direction).
+
+    References: DRS19 (Thm 4.2), LRKS24.
+    """
+    from dpcalc.mechanisms._mixture import EnginePair
+
+    s = pair(batch_size, dataset_size, sigma, k)
+    return EnginePair(("fixed-batch", int(batch_size), int(dataset_size), float(sigma)),
+                      {"remove": s}, symmetric=True)

@@ -76,3 +76,19 @@ def loss_floor(q: float, k: int = 1) -> float:
     References: ZDW22.
     """
     return k * math.log1p(-q) if q < 1 else -math.inf
+
+
+def engine_pair(q: float, sigma: float, k: int = 1):
+    """The pair in the engine's interface; K = 1 is the existing ``SubsampledGaussian``.
+
+    References: ZDW22 (Sec. 5), SMG24.
+    """
+    if int(k) == 1:
+        from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
+
+        return SubsampledGaussian(q, sigma)
+    from dpcalc.mechanisms._mixture import EnginePair
+
+    sides = {d: pair(q, sigma, d, k) for d in DIRECTIONS}
+    return EnginePair(("poisson-add-remove", float(q), float(sigma), int(k)), sides,
+                      symmetric=q == 1.0)

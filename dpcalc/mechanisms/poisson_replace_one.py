@@ -57,3 +57,14 @@ def log_delta(q: float, sigma: float, epsilon: float, k: int = 1) -> float:
     References: ZDW22, KJH20.
     """
     return pair(q, sigma, k).log_delta(epsilon)
+
+
+def engine_pair(q: float, sigma: float, k: int = 1):
+    """The pair in the engine's interface (symmetric: one direction).
+
+    References: ZDW22 (Sec. 5), SMG24.
+    """
+    from dpcalc.mechanisms._mixture import EnginePair
+
+    return EnginePair(("poisson-replace-one", float(q), float(sigma), int(k)),
+                      {"remove": pair(q, sigma, k)}, symmetric=True)
