@@ -96,3 +96,14 @@ def test_one_step_bracket_contains_the_closed_form():
             lo, up = accountant.log_delta_bounds([(pair, 1)], eps)
             exact = side.log_delta(eps)
             assert lo - 1e-9 <= exact <= up + 1e-9
+
+
+def test_independent_reference_values_from_dp_accounting():
+    # dp_accounting 0.4.x PLDAccountant (value_discretization_interval 1e-4), computed in a
+    # separate venv (never a dependency) on the TF Privacy example (782 steps, δ = 1e-6):
+    #   REPLACE_ONE, PoissonSampledDpEvent(q, GaussianDpEvent(1.0))     -> 1.741696604152888
+    #   MixtureOfGaussiansDpEvent(1.0, [0, 1, 2], Binomial(2, q) probs) -> 2.5319856301667083
+    ro = _eps(poisson_replace_one.engine_pair(Q_TF, 1.0), T_TF)
+    assert ro[0] - 1e-3 <= 1.741696604152888 <= ro[1] + 1e-3
+    k2 = _eps(poisson_add_remove.engine_pair(Q_TF, 1.0, 2), T_TF)
+    assert k2[0] - 1e-3 <= 2.5319856301667083 <= k2[1] + 1e-3
