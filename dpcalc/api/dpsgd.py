@@ -118,7 +118,8 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
           sigma: object = None, epochs: object = None, steps: object = None,
           epsilon: object = None, delta: object = None, accountant: str = "pld",
           tolerance: object = 1e-3, curve: bool = False, solve_for: str | None = None,
-          compare: bool = True) -> Result:
+          compare: bool = True, sampling: str | None = None, relation: str | None = None,
+          examples_per_user: object = None) -> Result:
     """DP-SGD accounting: Poisson rate q, noise multiplier σ, T = ⌈epochs/q⌉ steps.
 
     Solves ε or δ (guarantees, upper bounds), σ (smallest that meets the target), or the
@@ -131,6 +132,16 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     """
     check_choice(accountant, ACCOUNTANTS, "--accountant")
     tol = TOLERANCE.parse(tolerance)
+    # how the run samples its batches (CONTRACT "How the run samples its batches"); the
+    # default combination (poisson, add-remove, K = 1) continues below unchanged
+    from dpcalc.api.dpsgd_runs import dpsgd_run, scheme_of
+
+    scheme = scheme_of(sampling, relation, examples_per_user)
+    if not scheme.is_default:
+        return dpsgd_run(scheme, q=q, batch_size=batch_size, dataset_size=dataset_size,
+                         sigma=sigma, epochs=epochs, steps=steps, epsilon=epsilon, delta=delta,
+                         accountant=accountant, tolerance=tol, curve=curve,
+                         solve_for=solve_for, compare=compare)
     from dpcalc.api.subsample import resolve_rate
 
     q = resolve_rate(q, batch_size, dataset_size, "--batch-size", "--dataset-size")
@@ -166,6 +177,12 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     else:
         values["epochs"] = values["steps"] * values["q"]
     parameters = {k: values[k] for k in ("q", "sigma", "epochs", "steps", "epsilon", "delta")}
+    if batch_size is not None:
+        from dpcalc.api.dpsgd_runs import BATCH, SIZE
+
+        parameters["batch_size"] = BATCH.parse(batch_size)
+        parameters["dataset_size"] = SIZE.parse(dataset_size)
+    parameters.update(scheme.parameters())
     notes = []
     method = accountant
     if main.fallback_note:
@@ -187,7 +204,8 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         command="dpsgd", solved_for=unknown.name, value=value, parameters=parameters,
         method=method, direction=direction, reference=REFS[_REF[method]].short,
         bounds=Bounds(*bounds) if bounds is not None else None,
-        comparison=tuple(comparison), notes=tuple(notes), extra=extra, symbols=_SYMBOLS)
+        comparison=tuple(comparison), notes=tuple(notes), extra=extra,
+        symbols={**_SYMBOLS, "examples_per_user": "K", "batch_size": "B", "dataset_size": "N"})
 
 
 def _solve(acc: Accountant, unknown: str, values: dict, hint: float | None = None):
