@@ -17,7 +17,7 @@ from dpcalc.references import REFS
 from dpcalc.result import Comparison, Result
 from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
 
-METHODS = ("optimal", "advanced", "basic")
+METHODS = ("optimal", "advanced", "basic")   # and pld, for plans (--from) only
 _REF = {"basic": "DR14", "advanced": "DRV10", "optimal": "KOV15"}
 
 EPSILON = Param("epsilon", 0.0, INF, False, True, "smaller", symbol="ε")
@@ -106,7 +106,7 @@ class _Composition:
 
 
 def compose(*, epsilon: object = None, delta: object = None, k: object = None,
-            total_epsilon: object = None, total_delta: object = None, method: str = "optimal",
+            total_epsilon: object = None, total_delta: object = None, method: str | None = None,
             delta_slack: object = None, group: object = None, records: list | None = None,
             solve_for: str | None = None) -> Result:
     """Compose k (ε, δ)-DP mechanisms (or a heterogeneous list) and solve the one left out.
@@ -114,11 +114,23 @@ def compose(*, epsilon: object = None, delta: object = None, k: object = None,
     Given totals are budgets: with ``total_delta`` given, the solved total ε is the smallest
     for which the composition is (total ε, total δ)-DP. With ``delta_slack`` (advanced) the
     total δ = kδ + δ' is determined. ``group`` applies group privacy to each mechanism first.
-    ``records`` (from ``--from``) switches to heterogeneous composition.
+    ``records`` (from ``--from``) switches to heterogeneous composition; records that
+    describe mechanisms (or ``method="pld"``) make it a plan composed as one privacy loss
+    distribution (dpcalc.api.plan; ``pld`` is then the default method).
 
     Raises:
         UsageError, DomainError: bad input. InfeasibleError: no value meets the budget.
     """
+    if records is not None:
+        from dpcalc.api.plan import is_plan
+
+        if method == "pld" or (method is None and is_plan(records)):
+            return _plan(records, epsilon, delta, k, total_epsilon, total_delta, method,
+                         delta_slack, group, solve_for)
+    method = "optimal" if method is None else method
+    if method == "pld":
+        raise UsageError("--method pld composes a plan: give --from FILE|- (a list of "
+                         "mechanisms)")
     check_choice(method, METHODS, "--method")
     log_slack = None
     if delta_slack is not None:
@@ -179,6 +191,25 @@ def compose(*, epsilon: object = None, delta: object = None, k: object = None,
         command="compose", solved_for=unknown.name, value=value, parameters=parameters,
         method=method, direction=direction, reference=REFS[_REF[method]].short,
         comparison=comparison, notes=tuple(notes), extra=extra, symbols=_SYMBOLS)
+
+
+def _plan(records, epsilon, delta, k, total_epsilon, total_delta, method, delta_slack,
+          group, solve_for) -> Result:
+    """``--from`` with mechanism records: one PLD for the whole plan (dpcalc.api.plan)."""
+    from dpcalc.api.plan import compose_plan
+
+    if solve_for is not None:
+        raise UsageError("--solve-for does not apply with --from: leave --total-epsilon or "
+                         "--total-delta out, or give a record's number as null")
+    if any(v is not None for v in (epsilon, delta, k)):
+        raise UsageError("--from conflicts with --epsilon, --delta and --k: the list gives "
+                         "each mechanism")
+    if delta_slack is not None:
+        raise UsageError("--delta-slack applies only to --method advanced")
+    if group is not None:
+        raise UsageError("--group with --from is not supported; apply group privacy per record")
+    return compose_plan(records, total_epsilon=total_epsilon, total_delta=total_delta,
+                        method=method)
 
 
 def _solve(method: str, unknown: str, values: dict, log_slack: float | None,

@@ -37,21 +37,25 @@ def _read(source: str) -> str:
 
 @app.command("compose")
 def compose(
+    ctx: typer.Context,
     epsilon: param("ε of each mechanism (>= 0).", "--epsilon") = None,
     delta: param("δ of each mechanism, in [0, 1).", "--delta") = None,
     k: param("Number of mechanisms (integer >= 1).", "--k") = None,
     total_epsilon: param("Total ε budget (>= 0).", "--total-epsilon") = None,
     total_delta: param("Total δ budget, in [0, 1).", "--total-delta") = None,
     method: Annotated[str, typer.Option(
-        "--method", help="optimal (exact, Kairouz-Oh-Viswanath 2015) | advanced | basic.",
+        "--method", help="optimal (exact, Kairouz-Oh-Viswanath 2015) | advanced | basic; a "
+        "--from list of mechanisms is composed as one privacy loss distribution (pld).",
         rich_help_panel=METHOD)] = "optimal",
     delta_slack: param("δ' of advanced composition (optimised when omitted).",
                        "--delta-slack", panel=METHOD) = None,
     group: param("Group privacy: neighbours differ in K rows (integer >= 1).", "--group",
                  panel=METHOD) = None,
     source: Annotated[str | None, typer.Option(
-        "--from", help="JSON list of mechanisms (file, or - for stdin): {epsilon, delta} "
-                       "records or dpcalc --json outputs.", rich_help_panel=PARAMS,
+        "--from", help="JSON list of mechanisms (file, or - for stdin): {mechanism: "
+                       "gaussian|laplace|dpsgd|subsampled-gaussian, ...} records, {epsilon, "
+                       "delta} points, or dpcalc --json outputs; each may carry count, one "
+                       "number may be null (solved).", rich_help_panel=PARAMS,
         metavar="FILE|-")] = None,
     solve_for: SolveFor = None,
     json: Json = False,
@@ -64,7 +68,12 @@ def compose(
 
     Example: dpcalc compose --epsilon 0.1 --delta 1e-6 --k 50 --total-delta 1e-4
     """
+    from typer._click.core import ParameterSource
+
     from dpcalc.api.compose import compose as solve
+
+    if ctx.get_parameter_source("method") is ParameterSource.DEFAULT:
+        method = None          # the API picks: optimal, or pld for a plan of mechanisms
 
     records = None
     if source is not None:

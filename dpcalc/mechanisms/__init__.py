@@ -23,7 +23,11 @@ from __future__ import annotations
 import importlib
 
 PAIRS: dict[str, tuple[str, str]] = {
+    "gaussian": ("dpcalc.mechanisms.gaussian", "Gaussian"),
     "subsampled-gaussian": ("dpcalc.mechanisms.subsampled_gaussian", "SubsampledGaussian"),
+    "laplace": ("dpcalc.mechanisms.laplace", "Laplace"),
+    "subsampled-laplace": ("dpcalc.mechanisms.subsampled_laplace", "SubsampledLaplace"),
+    "eps-delta": ("dpcalc.mechanisms.eps_delta", "EpsDelta"),
 }
 
 

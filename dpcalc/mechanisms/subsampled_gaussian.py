@@ -26,8 +26,11 @@ from dpcalc.pld.pair import Tails
 __all__ = ["SubsampledGaussian"]
 
 
-def _x_of_loss(ell, q: float, sigma: float):
+def _x_of_loss(ell, q: float, sigma: float | None, s2: float | None = None):
     """Threshold x with L(x) = ℓ (remove-direction loss), its error bound and a flag.
+
+    s2 = σ² (computed from sigma unless given; the subsampled Laplace passes b/2, its loss
+    in the interior being the same function with σ² = b/2).
 
     L is increasing in x, so {L > ℓ} = {x > x(ℓ)} with x(ℓ) = σ²·log((e^ℓ − 1 + q)/q) + 1/2
     (x = −∞ where e^ℓ ≤ 1 − q).  Returns (x, dx, ill): dx bounds |x_computed − x(ℓ)| including
@@ -35,7 +38,8 @@ def _x_of_loss(ell, q: float, sigma: float):
     is not certain (the caller moves the grid).
     """
     ell = np.asarray(ell, dtype=float)
-    s2 = sigma * sigma
+    if s2 is None:
+        s2 = sigma * sigma
     if q == 1.0:
         x = s2 * ell + 0.5
         dx = _U * (3.0 * s2 * np.abs(ell) + 2.0 * np.abs(x) + 1.0)

@@ -58,7 +58,8 @@ Contract of each method (`direction` is "remove" or "add"; arrays are float64 nu
     node, proportional to the P-mass near x_i: log_w0 untilted, log_w the same times e^{λ·L}
     (λ ≥ 0).  ``density`` nodes per natural unit of the output scale and at least ``nmin``
     nodes; nodes whose upper P-tail is below e^{log_eta_top} may be omitted (that mass goes
-    to +∞ on the pessimistic side and must not steer the tilt), None keeps all.  Any order
+    to +∞ on the pessimistic side and must not steer the tilt), None keeps all.  P-mass at
+    L = +∞ is never a node (the engine keeps it at +∞ through ``tails``).  Any order
     of the nodes; the engine sorts when it needs monotone losses.  Accuracy matters only
     for speed and tightness: every choice made from it is sound.
 
