@@ -173,3 +173,16 @@ def test_support_covers_the_bulk():
     pu, pl, _, _, _ = pair.log_tails_at_loss([lo, hi])
     assert math.exp(pl[0]) <= 1e-12 and math.exp(pu[1]) <= 1e-12
     assert np.all(np.diff(pair.loss(np.linspace(-5, 5, 101))) > 0)
+
+
+@pytest.mark.parametrize("k,q", [(1, 0.01), (2, 0.0064), (7, 0.3), (60, 1e-3), (400, 0.9)])
+def test_binomial_weights_within_their_error_bound(k, q):
+    from dpcalc.mechanisms._mixture import log_binomial_weights
+
+    lw, err = log_binomial_weights(k, q)
+    with mpmath.workdps(50):
+        qq = mpmath.mpf(q)
+        for j in range(k + 1):
+            exact = mpmath.log(mpmath.binomial(k, j)) + j * mpmath.log(qq) + (k - j) * \
+                mpmath.log1p(-qq)
+            assert abs(lw[j] - float(exact)) <= err[j]

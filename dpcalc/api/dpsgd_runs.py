@@ -23,7 +23,7 @@ from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
 
 SAMPLINGS = ("poisson", "fixed-batch", "shuffle")
 RELATIONS = ("add-remove", "replace-one")
-K_PARAM = Param("examples_per_user", 1, 10**6, False, False, "smaller", integer=True,
+K_PARAM = Param("examples_per_user", 1, 1000, False, False, "smaller", integer=True,
                 symbol="K")
 SIZE = Param("dataset_size", 1, 10**15, False, False, "smaller", integer=True, symbol="N")
 BATCH = Param("batch_size", 1, 10**15, False, False, "smaller", integer=True, symbol="B")

@@ -39,12 +39,16 @@ def _lse(a: np.ndarray, axis: int = 0) -> np.ndarray:
 class MixturePair:
     """P = Σ a_i N(m_i, σ²) against Q = Σ b_k N(n_k, σ²), loss increasing in x."""
 
-    def __init__(self, sigma: float, log_a, means_p, log_b, means_q):
+    def __init__(self, sigma: float, log_a, means_p, log_b, means_q, log_a_err=None,
+                 log_b_err=None):
         self.sigma = float(sigma)
         self.log_a = np.asarray(log_a, dtype=float)
         self.mp = np.asarray(means_p, dtype=float)
         self.log_b = np.asarray(log_b, dtype=float)
         self.mq = np.asarray(means_q, dtype=float)
+        # bounds on |log w_computed − log w_exact| (default: weights from one log or log1p)
+        self.err_a = _weight_err(self.log_a, log_a_err)
+        self.err_b = _weight_err(self.log_b, log_b_err)
         if not self.sigma > 0:
             raise ValueError(f"sigma must be > 0, got {sigma!r}")
 
@@ -145,7 +149,7 @@ class MixturePair:
 
     # ---- tails -----------------------------------------------------------------------------
 
-    def _log_tails(self, x, dx, log_w, means):
+    def _log_tails(self, x, dx, log_w, means, w_err):
         """(log M(X > x), log M(X ≤ x), error bound) for one mixture M at thresholds x."""
         x = np.atleast_1d(np.asarray(x, dtype=float))
         dx = np.atleast_1d(np.asarray(dx, dtype=float))
@@ -162,8 +166,10 @@ class MixturePair:
         e_lo = LOG_NDTR_ERR * np.maximum(1.0, np.abs(np.where(fin, llo, 0.0))) + arg
         up = _lse(log_w[:, None] + lup, axis=0)
         lo = _lse(log_w[:, None] + llo, axis=0)
-        err = np.maximum(e_up.max(axis=0), e_lo.max(axis=0)) + 8.0 * _U * (
-            1.0 + np.log(len(means)))
+        # the computed log weights are within w_err of the exact ones: each term's log moves
+        # by as much
+        err = np.maximum(e_up.max(axis=0), e_lo.max(axis=0)) + float(np.max(w_err)) \
+            + 8.0 * _U * (1.0 + np.log(len(means)))
         return up, lo, err
 
     def log_tails_at_loss(self, ell):
@@ -173,8 +179,8 @@ class MixturePair:
         References: KJH20 (δ(ε) = P(L > ε) − e^ε Q(L > ε) for a continuous loss).
         """
         x, dx = self.x_of_loss(ell)
-        pu, pl, ep = self._log_tails(x, dx, self.log_a, self.mp)
-        qu, ql, eq = self._log_tails(x, dx, self.log_b, self.mq)
+        pu, pl, ep = self._log_tails(x, dx, self.log_a, self.mp, self.err_a)
+        qu, ql, eq = self._log_tails(x, dx, self.log_b, self.mq, self.err_b)
         return pu, pl, qu, ql, np.maximum(ep, eq)
 
     def log_delta(self, epsilon: float) -> float:
@@ -223,6 +229,12 @@ class MixturePair:
         return float(self.loss(x_lo)[0]), float(self.loss(x_hi)[0])
 
 
+def _weight_err(log_w: np.ndarray, given) -> np.ndarray:
+    if given is not None:
+        return np.asarray(given, dtype=float)
+    return 8.0 * _U * (np.abs(np.where(np.isfinite(log_w), log_w, 0.0)) + 1.0)
+
+
 def _z_tail(log_eta: float) -> float:
     """z ≥ 0 with Φc(z) ≤ η (a slightly large z is fine: only sizes a grid)."""
     if log_eta >= math.log(0.5):
@@ -233,18 +245,25 @@ def _z_tail(log_eta: float) -> float:
     return z
 
 
-def log_binomial_weights(k: int, q: float) -> np.ndarray:
-    """log Binomial(j; K, q) for j = 0..K (lgamma form, exact enough for weights).
+def log_binomial_weights(k: int, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """log Binomial(j; K, q) for j = 0..K and a bound on each value's absolute error.
+
+    log C(K, j) from the exact integer (math.comb; math.log of an int is within an ulp or
+    two), j·log q and (K − j)·log1p(−q) within a few ulps of their magnitudes; the sum of
+    three terms adds 2 roundings: 8u·(sum of magnitudes + 1) bounds it all.
 
     References: Loa00 (binomial probabilities).
     """
     j = np.arange(k + 1, dtype=float)
-    log_choose = np.array([math.lgamma(k + 1) - math.lgamma(i + 1) - math.lgamma(k - i + 1)
-                           for i in range(k + 1)])
+    log_choose = np.array([math.log(math.comb(k, i)) for i in range(k + 1)])
     l1q = math.log1p(-q) if q < 1 else -math.inf
     with np.errstate(invalid="ignore"):
-        lw = log_choose + j * math.log(q) + np.where(k - j > 0, (k - j) * l1q, 0.0)
-    return lw
+        t1 = j * math.log(q)
+        t2 = np.where(k - j > 0, (k - j) * l1q, 0.0)
+        lw = log_choose + t1 + t2
+        err = 8.0 * _U * (np.abs(log_choose) + np.abs(t1) + np.abs(np.where(
+            np.isfinite(t2), t2, 0.0)) + 1.0)
+    return lw, err
 
 
 # --------------------------------------------------------------------------------------

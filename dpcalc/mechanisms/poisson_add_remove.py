@@ -51,14 +51,14 @@ def pair(q: float, sigma: float, direction: str, k: int = 1) -> MixturePair:
     References: ZDW22, SMG24.
     """
     _check(q, sigma, k)
-    lw = log_binomial_weights(int(k), q)
+    lw, err = log_binomial_weights(int(k), q)
     keep = np.isfinite(lw)
     j = np.arange(int(k) + 1, dtype=float)[keep]
-    lw = lw[keep]
+    lw, err = lw[keep], err[keep]
     if direction == "remove":
-        return MixturePair(sigma, lw, j, [0.0], [0.0])
+        return MixturePair(sigma, lw, j, [0.0], [0.0], log_a_err=err)
     if direction == "add":
-        return MixturePair(sigma, [0.0], [0.0], lw, -j)
+        return MixturePair(sigma, [0.0], [0.0], lw, -j, log_b_err=err)
     raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
 
 

@@ -44,11 +44,11 @@ def pair(q: float, sigma: float, k: int = 1) -> MixturePair:
     References: ZDW22 (Sec. 5), SMG24.
     """
     _check(q, sigma, k)
-    lw = log_binomial_weights(int(k), q)
+    lw, err = log_binomial_weights(int(k), q)
     keep = np.isfinite(lw)
     j = np.arange(int(k) + 1, dtype=float)[keep]
-    lw = lw[keep]
-    return MixturePair(sigma, lw, j, lw, -j)
+    lw, err = lw[keep], err[keep]
+    return MixturePair(sigma, lw, j, lw, -j, log_a_err=err, log_b_err=err)
 
 
 def log_delta(q: float, sigma: float, epsilon: float, k: int = 1) -> float:
