@@ -134,13 +134,32 @@ class MixturePair:
                 break
             a = np.where(bad_a, 2.0 * a, a)
             b = np.where(bad_b, 2.0 * b, b)
-        for _ in range(200):
+        # safeguarded Newton inside the bracket [a, b] (kept: L(a) < ℓ ≤ L(b) as computed),
+        # then the bracket is shrunk around the Newton point and checked
+        x0 = 0.5 * (a + b)
+        for _ in range(60):
+            f = self.loss(x0) - e
+            a = np.where(f < 0, x0, a)
+            b = np.where(f < 0, b, x0)
+            step = f / np.maximum(self.slope(x0), 1e-300)
+            nxt = x0 - step
+            nxt = np.where((nxt > a) & (nxt < b), nxt, 0.5 * (a + b))
+            done = np.abs(nxt - x0) <= 1e-12 * (np.abs(x0) + 1.0)
+            x0 = nxt
+            if np.all(done):
+                break
+        t = 4e-13 * (np.abs(x0) + 1.0)
+        lo_ok = self.loss(x0 - t) < e
+        hi_ok = self.loss(x0 + t) >= e
+        a = np.where(lo_ok & hi_ok, np.maximum(a, x0 - t), a)
+        b = np.where(lo_ok & hi_ok, np.minimum(b, x0 + t), b)
+        for _ in range(200):  # bisection where the Newton point did not certify
+            if np.all(b - a <= 1e-12 * (np.abs(a) + np.abs(b) + 1.0)):
+                break
             mid = 0.5 * (a + b)
             go = self.loss(mid) < e
             a = np.where(go, mid, a)
             b = np.where(go, b, mid)
-            if np.all(b - a <= 4.0 * _U * (np.abs(mid) + 1.0)):
-                break
         xm = 0.5 * (a + b)
         slope = np.maximum(self.slope(xm), 1e-300)
         x[todo] = xm
