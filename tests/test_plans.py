@@ -173,3 +173,26 @@ def test_errors_name_the_record_and_the_field(records, args, message):
     assert proc.stdout == ""
     assert proc.stderr.startswith("dpcalc: error: ") and message in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_explicit_point_method_on_a_mechanism_record_says_to_use_pld():
+    proc = dpcalc("compose", "--from", "-", "--total-delta", "1e-5", "--method", "optimal",
+                  stdin=json.dumps([{"mechanism": "gaussian", "sigma": 2}]))
+    assert proc.returncode == 2
+    assert "record 1 is a mechanism" in proc.stderr and "pld" in proc.stderr
+
+
+def test_human_headline_of_a_solved_noise_says_at_least():
+    proc = dpcalc("compose", "--from", "-", "--total-epsilon", "1", "--total-delta", "1e-5",
+                  stdin=json.dumps([{"mechanism": "gaussian", "sigma": None},
+                                    {"mechanism": "gaussian", "sigma": 10}]))
+    assert proc.returncode == 0, proc.stderr
+    assert "record 1 σ ≥ " in proc.stdout
+
+
+def test_a_null_that_cannot_fit_is_infeasible_exit_1():
+    proc = dpcalc("compose", "--from", "-", "--total-epsilon", "1", "--total-delta", "1e-5",
+                  stdin=json.dumps([{"mechanism": "gaussian", "sigma": None},
+                                    {"mechanism": "gaussian", "sigma": 3}]))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("dpcalc: error: ") and "records[0].sigma" in proc.stderr

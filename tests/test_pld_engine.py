@@ -211,3 +211,16 @@ def test_engine_knows_no_mechanism_and_no_front_end():
             for n in names:
                 assert not n.startswith(("dpcalc.mechanisms", "dpcalc.api", "dpcalc.cli",
                                          "dpcalc.render", "typer", "rich")), (path.name, n)
+
+
+# dp_accounting 0.6.0, PLDAccountant(value_discretization_interval=2e-5) (pessimistic), same
+# venv and date as above:
+#   PoissonSampled(0.01, Laplace(0.5)) × 1000, get_epsilon(1e-5)      → 2.6829245863292424
+#   Laplace(10) × 10, get_delta(0.5)                                  → 0.008938294604221589
+def test_subsampled_laplace_and_laplace_composition_against_reference():
+    lo, up = accountant.epsilon_bounds([(SubsampledLaplace(0.01, 0.5), 1000)], LOG_1E5)
+    assert lo <= 2.6829245863292424 * (1 + 1e-4)
+    assert abs(up - 2.6829245863292424) <= 2e-3 * 2.6829245863292424
+    lo, up = accountant.log_delta_bounds([(Laplace(10.0), 10)], 0.5)
+    ref = math.log(0.008938294604221589)
+    assert lo <= ref + 1e-4 and abs(up - ref) <= 2e-3

@@ -127,6 +127,11 @@ def compose(*, epsilon: object = None, delta: object = None, k: object = None,
         if method == "pld" or (method is None and is_plan(records)):
             return _plan(records, epsilon, delta, k, total_epsilon, total_delta, method,
                          delta_slack, group, solve_for)
+        for i, rec in enumerate(records, 1):
+            if isinstance(rec, dict) and "mechanism" in rec:
+                raise UsageError(f"--from: record {i} is a mechanism without an (ε, δ): "
+                                 f"--method {method} composes (ε, δ) points; leave --method "
+                                 "out (pld, one privacy loss distribution for the plan)")
     method = "optimal" if method is None else method
     if method == "pld":
         raise UsageError("--method pld composes a plan: give --from FILE|- (a list of "

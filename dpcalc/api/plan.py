@@ -418,5 +418,6 @@ def _solve_null(plan: _Plan, recs: list[_Rec], null, te, td, notes) -> Result:
         parameters={path: value, "k": n_mech, "total_epsilon": te, "total_delta": td},
         method="pld", direction=direction, reference=_reference(plan.gaussian),
         notes=tuple(notes), extra={"mechanisms": len(recs), "exact_gaussian": plan.gaussian},
-        symbols={path: f"record {pos} {name}", "k": "mechanisms", "total_epsilon": "total ε",
+        symbols={path: f"record {pos} {_PARAMS[name].symbol or name}", "k": "mechanisms",
+                 "total_epsilon": "total ε",
                  "total_delta": "total δ"})

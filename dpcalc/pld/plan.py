@@ -321,6 +321,12 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
     lam = plan.lam
     h = h_fixed if h_fixed is not None else _grid_h(pair, direction, plan.var[item], lam,
                                                      rho, log_eta)
+    edge_lo, edge_hi = pair.loss_bounds(direction)
+    if h_fixed is None and math.isfinite(edge_lo) and math.isfinite(edge_hi) \
+            and edge_hi > edge_lo:
+        # both edges finite (atoms at both ends, e.g. Laplace): a whole number of cells
+        # between them, so that the offset that aligns one edge aligns the other too
+        h = (edge_hi - edge_lo) / math.ceil((edge_hi - edge_lo) / h)
     lamh_max = _LAMH * rho
     deep = max(1e-300, 1e-3 * plan.tau / max(1, t_max))
 

@@ -26,7 +26,7 @@ def _label(result: Result, key: str) -> str:
 
 def _relation(key: str) -> str:
     # noise: any larger value also works; guarantees, counts, rates: at most this
-    return "≥" if key in _NOISE else "≤"
+    return "≥" if key.rsplit(".", 1)[-1] in _NOISE else "≤"   # "records[1].sigma" too
 
 
 def headline(result: Result) -> str:
