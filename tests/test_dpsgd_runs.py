@@ -139,3 +139,18 @@ def test_shuffle_sigma_and_epochs(capsys):
     assert Decimal("1.0999") <= sig["value"] <= Decimal("1.1")
     ep = _json(capsys, *base, "--sigma", "1.1", "--epsilon", "5.871005", "--delta", "1e-5")
     assert ep["value"] == 2 and ep["parameters"]["steps"] == 2 * 235
+
+
+def test_curve_for_the_new_combinations(capsys):
+    fb = _json(capsys, "dpsgd", "--sampling", "fixed-batch", "--batch-size", "256",
+               "--dataset-size", "60000", "--sigma", "1.1", "--epochs", "3", "--delta", "1e-5",
+               "--curve")
+    eps = [p["epsilon"] for p in fb["curve"]]
+    assert eps == sorted(eps) and eps[-1] <= fb["value"] and len(eps) == 3
+    assert all(p["lower"] <= p["epsilon"] for p in fb["curve"])
+    sh = _json(capsys, "dpsgd", "--sampling", "shuffle", "--batch-size", "256",
+               "--dataset-size", "60000", "--sigma", "1.1", "--epochs", "3", "--delta", "1e-5",
+               "--curve")
+    assert [p["epochs"] for p in sh["curve"]] == [1, 2, 3]
+    assert sh["curve"][1]["epsilon"] == pytest.approx(5.871004582, rel=1e-8)
+    assert sh["curve"][-1]["epsilon"] == sh["value"]

@@ -144,9 +144,6 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
         raise UsageError(f"--accountant {accountant} is not available with --sampling "
                          f"{scheme.sampling} --relation {scheme.relation} --examples-per-user "
                          f"{scheme.k}; this run is accounted by its dominating pair (pld)")
-    if curve:
-        raise UsageError("--curve is available for --sampling poisson --relation add-remove "
-                         "--examples-per-user 1 only; run dpsgd once per epoch count instead")
     if epochs is not None and steps is not None:
         raise UsageError("--epochs conflicts with --steps; give one")
     size = SIZE.parse(dataset_size) if dataset_size is not None else None
@@ -174,8 +171,11 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
     if scheme.sampling == "shuffle":
         from dpcalc.api.dpsgd_shuffle import solve_shuffle
 
-        return solve_shuffle(scheme, values, unknown.name, count.name, bsize, size,
-                             solve_batch, compare)
+        result = solve_shuffle(scheme, values, unknown.name, count.name, bsize, size,
+                               solve_batch, compare)
+        if curve:
+            result.extra["curve"] = _shuffle_curve(scheme, result.parameters, bsize, size)
+        return result
     acc = _Pld(scheme, tolerance)
     value, bounds = _solve(acc, unknown.name, values, size if solve_batch else None)
     notes: list[str] = []
@@ -213,13 +213,18 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
                                      "claim; it does not apply to fixed-size batches (the "
                                      "example that enters displaces another: sensitivity 2, "
                                      "Dong, Roth & Su Thm 4.2; Lebeda et al. 2024)"))
+    extra: dict = {}
+    if curve:
+        extra["curve"] = _pld_curve(acc, values, tolerance)
+        if unknown.name == "epsilon":  # both certified upper bounds: the smaller one is too
+            extra["curve"][-1]["epsilon"] = min(extra["curve"][-1]["epsilon"], value)
     direction = "upper" if unknown.name in ("epsilon", "delta", "sigma") else "lower"
     return Result(
         command="dpsgd", solved_for=unknown_name, value=parameters.get(unknown_name, value),
         parameters=parameters, method="pld", direction=direction,
         reference=REFS[_REF[scheme.sampling]].short,
         bounds=Bounds(*bounds) if bounds is not None else None, comparison=tuple(comparison),
-        notes=tuple(notes), symbols=SYMBOLS)
+        notes=tuple(notes), extra=extra, symbols=SYMBOLS)
 
 
 def _loader_note(steps: int, bsize, size) -> str:
@@ -269,3 +274,40 @@ def _solve(acc: _Pld, unknown: str, values: dict, size: int | None):
         return largest_passing_int(ok_b, low=1, name="batch size", high=size), None
     return largest_passing(lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
                            low=0.0, high=1.0, high_open=False, name="q", rtol=1e-6), None
+
+
+def _epoch_points(epochs) -> list[int]:
+    """Whole epochs to show (at most 100, evenly spaced), before the end of the run."""
+    last = math.floor(epochs)
+    pts = list(range(1, last + 1)) if last <= 100 else sorted(
+        {max(1, round(i * last / 100)) for i in range(1, 101)})
+    return [e for e in pts if e < epochs]
+
+
+def _pld_curve(acc: _Pld, values: dict, tolerance: float) -> list[dict]:
+    """ε after each epoch, certified brackets from one incremental composition [KJH20]."""
+    from dpcalc.pld import accountant
+
+    q, sigma, log_d = values["q"], values["sigma"], log_of(values["delta"])
+    points = [e for e in _epoch_points(values["epochs"])
+              if _steps_for(e, q) < values["steps"]] + [values["epochs"]]
+    steps = [_steps_for(e, q) for e in points[:-1]] + [values["steps"]]
+    rows = accountant.epsilon_curve(acc.pair(q, sigma), steps, log_d, tolerance)
+    return [{"epochs": e, "steps": n, "epsilon": up, "lower": lo}
+            for e, n, (lo, up) in zip(points, steps, rows, strict=True)]
+
+
+def _shuffle_curve(scheme: Scheme, params: dict, bsize, size) -> list[dict]:
+    """The two shuffle bounds after each whole epoch."""
+    from dpcalc.mechanisms import shuffle
+
+    batches = _batches(params["q"], bsize, size)
+    log_d = log_of(params["delta"])
+    last = max(1, math.ceil(params["epochs"]))
+    out = []
+    for e in [p for p in _epoch_points(last) if p < last] + [last]:
+        up = shuffle.upper_epsilon(params["sigma"], e, log_d, scheme.relation, scheme.k)
+        lo = shuffle.AttackLowerBound(params["sigma"], batches, e,
+                                      scheme.relation).epsilon_lower(log_d)
+        out.append({"epochs": e, "steps": e * batches, "epsilon": up, "lower": min(lo, up)})
+    return out
