@@ -152,5 +152,5 @@ def test_curve_for_the_new_combinations(capsys):
                "--dataset-size", "60000", "--sigma", "1.1", "--epochs", "3", "--delta", "1e-5",
                "--curve")
     assert [p["epochs"] for p in sh["curve"]] == [1, 2, 3]
-    assert sh["curve"][1]["epsilon"] == pytest.approx(5.871004582, rel=1e-8)
+    assert float(sh["curve"][1]["epsilon"]) == pytest.approx(5.871004582, rel=1e-8)
     assert sh["curve"][-1]["epsilon"] == sh["value"]
