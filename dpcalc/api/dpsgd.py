@@ -175,7 +175,9 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
           sigma: object = None, epochs: object = None, steps: object = None,
           epsilon: object = None, delta: object = None, accountant: str = "pld",
           tolerance: object = 1e-3, curve: bool = False, solve_for: str | None = None,
-          compare: bool = True, fpr: object = None, tpr: object = None) -> Result:
+          compare: bool = True, fpr: object = None, tpr: object = None,
+          sampling: str | None = None, relation: str | None = None,
+          examples_per_user: object = None) -> Result:
     """DP-SGD accounting: Poisson rate q, noise multiplier σ, T = ⌈epochs/q⌉ steps.
 
     Solves ε or δ (guarantees, upper bounds), σ (smallest that meets the target), or the
@@ -192,9 +194,19 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     """
     check_choice(accountant, ACCOUNTANTS, "--accountant")
     from dpcalc.api import _risk
+    from dpcalc.api.dpsgd_runs import scheme_of
 
+    # how the run samples its batches (CONTRACT "How the run samples its batches")
+    scheme = scheme_of(sampling, relation, examples_per_user)
     fprs = _risk.parse_fprs(fpr)
     target = _risk.parse_target(tpr, fprs, {"epsilon": epsilon, "delta": delta})
+    if (fprs or target is not None) and not scheme.is_default:
+        # the attack-risk read-outs are built on the Poisson add/remove profile; never a
+        # silent answer for another setting
+        raise UsageError("--fpr/--tpr are available for --sampling poisson with add-remove "
+                         "neighbours and one example per user; this run is "
+                         f"--sampling {scheme.sampling} --relation {scheme.relation} "
+                         f"--examples-per-user {scheme.k}")
     if target is not None:
         from dpcalc.api._risk_dpsgd import dpsgd_for_tpr
 
@@ -202,6 +214,14 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
                              sigma=sigma, epochs=epochs, steps=steps, tolerance=tolerance,
                              solve_for=solve_for, target=target, alpha=fprs[0])
     tol = TOLERANCE.parse(tolerance)
+    # the default combination (poisson, add-remove, K = 1) continues below unchanged
+    from dpcalc.api.dpsgd_runs import dpsgd_run
+
+    if not scheme.is_default:
+        return dpsgd_run(scheme, q=q, batch_size=batch_size, dataset_size=dataset_size,
+                         sigma=sigma, epochs=epochs, steps=steps, epsilon=epsilon, delta=delta,
+                         accountant=accountant, tolerance=tol, curve=curve,
+                         solve_for=solve_for, compare=compare)
     from dpcalc.api.subsample import rate_text, resolve_rate
 
     q = resolve_rate(q, batch_size, dataset_size, "--batch-size", "--dataset-size")
@@ -237,6 +257,12 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     else:
         values["epochs"] = values["steps"] * values["q"]
     parameters = {k: values[k] for k in ("q", "sigma", "epochs", "steps", "epsilon", "delta")}
+    if batch_size is not None:
+        from dpcalc.api.dpsgd_runs import BATCH, SIZE
+
+        parameters["batch_size"] = BATCH.parse(batch_size)
+        parameters["dataset_size"] = SIZE.parse(dataset_size)
+    parameters.update(scheme.parameters())
     notes = []
     method = accountant
     if main.fallback_note:
@@ -263,7 +289,8 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         command="dpsgd", solved_for=unknown.name, value=value, parameters=parameters,
         method=method, direction=direction, reference=REFS[_REF[method]].short,
         bounds=Bounds(*bounds) if bounds is not None else None,
-        comparison=tuple(comparison), notes=tuple(notes), extra=extra, symbols=_SYMBOLS,
+        comparison=tuple(comparison), notes=tuple(notes), extra=extra,
+        symbols={**_SYMBOLS, "examples_per_user": "K", "batch_size": "B", "dataset_size": "N"},
         derived=("steps",) if count is EPOCHS else ("epochs",),
         given=rate_text(batch_size, dataset_size))
     if not fprs:
