@@ -224,7 +224,9 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
         parameters=parameters, method="pld", direction=direction,
         reference=REFS[_REF[scheme.sampling]].short,
         bounds=Bounds(*bounds) if bounds is not None else None, comparison=tuple(comparison),
-        notes=tuple(notes), extra=extra, symbols=SYMBOLS)
+        notes=tuple(notes), extra=extra, symbols=SYMBOLS,
+        derived=(("steps",) if count is EPOCHS else ("epochs",)) + (("q",) if solve_batch else ()),
+        given={"q": f"{bsize}/{size}"} if bsize is not None and not solve_batch else {})
 
 
 def _loader_note(steps: int, bsize, size) -> str:

@@ -97,7 +97,9 @@ def solve_shuffle(scheme, values: dict, unknown: str, count: str, bsize, size,
         command="dpsgd", solved_for=solved, value=parameters[solved], parameters=parameters,
         method="shuffle", direction="upper" if unknown in ("epsilon", "delta", "sigma")
         else "lower", reference=REFS["DRS19"].short, bounds=bounds,
-        comparison=tuple(comparison), notes=tuple(notes), symbols=SYMBOLS)
+        comparison=tuple(comparison), notes=tuple(notes), symbols=SYMBOLS,
+        derived=("epochs",) if unknown == "steps" else ("steps",),
+        given={"q": f"{bsize}/{size}"} if bsize is not None and not solve_batch else {})
 
 
 def _poisson_note(values, upper, batches, bsize, size, compare, comparison) -> str:
