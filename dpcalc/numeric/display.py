@@ -112,6 +112,8 @@ def as_input(x: Number | int) -> str:
     """An input value shown as given (shortest exact text, no rounding)."""
     exact = getattr(x, "exact", None)  # params.Given: read to the private side, shown as written
     if isinstance(exact, Decimal):
+        if Decimal(repr(float(exact))) != exact:  # more digits than a double holds
+            return str(exact).lower()
         x = float(exact)  # the decimal as written, in its shortest round-trip form
     if isinstance(x, Decimal):
         return json_token(x)
