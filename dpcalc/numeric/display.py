@@ -13,6 +13,10 @@ def json_token(x: Number | int) -> str:
     form for Decimals below the double range (stdlib json cannot write those)."""
     if isinstance(x, bool):
         raise TypeError("booleans are not numbers here")
+    exact = getattr(x, "exact", None)  # params.Given: an input is written as the user gave it
+    if isinstance(exact, Decimal):
+        nearest = float(exact)
+        return repr(nearest) if Decimal(repr(nearest)) == exact else json_token(exact)
     if isinstance(x, int):
         return str(x)
     if isinstance(x, Decimal):
