@@ -25,6 +25,8 @@ CHOICES: dict[tuple[str, str], tuple[str, str]] = {
     ("dpsgd", "--accountant"): ("dpcalc.api.dpsgd", "ACCOUNTANTS"),
     **{(command, "--solve-for"): (f"dpcalc.cli.{command}", "SOLVE_FOR")
        for command in ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd")},
+    **{(command, "--format"): ("dpcalc.render", "FORMATS")
+       for command in ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd")},
 }
 
 

@@ -12,6 +12,7 @@ from dpcalc.cli.options import (
     METHOD,
     PARAMS,
     Debug,
+    Format,
     Fpr,
     Json,
     MaxDelta,
@@ -76,6 +77,7 @@ def compose(
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
+    fmt: Format = None,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
     fpr: Fpr = None,
@@ -102,5 +104,5 @@ def compose(
     result = solve(epsilon=epsilon, delta=delta, k=k, total_epsilon=total_epsilon,
                    total_delta=total_delta, method=method, delta_slack=delta_slack, group=group,
                    records=records, solve_for=solve_for, fpr=fpr, tpr=tpr)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta,
          max_tpr=max_tpr)

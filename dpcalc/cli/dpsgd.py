@@ -11,6 +11,7 @@ from dpcalc.cli.options import (
     METHOD,
     OUTPUT,
     Debug,
+    Format,
     Fpr,
     Json,
     MaxDelta,
@@ -50,6 +51,7 @@ def dpsgd(
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
+    fmt: Format = None,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
     fpr: Fpr = None,
@@ -68,6 +70,6 @@ def dpsgd(
                        epochs=epochs, steps=steps, epsilon=epsilon, delta=delta,
                        accountant=accountant, tolerance=1e-3 if tolerance is None else tolerance,
                        curve=curve, solve_for=solve_for, fpr=fpr, tpr=tpr,
-                       compare=not value)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+                       compare=not value and fmt != "value")
+    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta,
          max_tpr=max_tpr)

@@ -10,6 +10,7 @@ from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     Debug,
+    Format,
     Fpr,
     Json,
     MaxDelta,
@@ -42,6 +43,7 @@ def gaussian(
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
+    fmt: Format = None,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
     fpr: Fpr = None,
@@ -59,5 +61,5 @@ def gaussian(
     result = solve(sigma=sigma, epsilon=epsilon, delta=delta,
                    sensitivity=1.0 if sensitivity is None else sensitivity, method=method,
                    solve_for=solve_for, fpr=fpr, tpr=tpr)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta,
          max_tpr=max_tpr)

@@ -10,6 +10,7 @@ from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     Debug,
+    Format,
     Json,
     MaxDelta,
     MaxEpsilon,
@@ -43,6 +44,7 @@ def rdp(
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
+    fmt: Format = None,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
     debug: Debug = False,
@@ -55,4 +57,4 @@ def rdp(
 
     result = solve(sigma=sigma, q=q, steps=steps, epsilon=epsilon, delta=delta, alpha=alpha,
                    conversion=conversion, mechanism=mechanism, solve_for=solve_for)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta)
+    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta)
