@@ -59,3 +59,34 @@ def test_every_public_relation_cites_a_known_reference(name, fn):
     assert keys, f"{name} cites no reference"
     unknown = {k for k in keys if k not in REFS}
     assert not unknown, f"{name} cites unknown keys {unknown}"
+
+
+COMMAND_MODULES = ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd")
+
+
+@pytest.mark.parametrize("name", COMMAND_MODULES)
+def test_command_modules_register_nothing_by_import(name):
+    """A command module defines its function and imports nothing from ``dpcalc.cli`` itself
+    (no ``app``): ``dpcalc.cli.REGISTRY`` adds it explicitly."""
+    tree = ast.parse((ROOT / "cli" / f"{name}.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "dpcalc.cli":
+            pytest.fail(f"dpcalc/cli/{name}.py imports {[a.name for a in node.names]} from "
+                        "dpcalc.cli")
+        if isinstance(node, ast.FunctionDef):
+            assert not node.decorator_list, f"{node.name} is registered by a decorator"
+
+
+def test_commands_are_registered_explicitly_in_contract_order():
+    import typer
+
+    import dpcalc.cli as cli
+
+    names = [name for name, _ in cli.REGISTRY]
+    assert names == list(COMMAND_MODULES) == list(cli.COMMANDS)
+    group = typer.main.get_command(cli.app)
+    assert list(group.commands) == names
+    for name, function in cli.REGISTRY:
+        assert function.__module__ == f"dpcalc.cli.{name}"
+        assert group.commands[name].callback is function or (
+            getattr(group.commands[name].callback, "__wrapped__", None) is function)

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     PARAMS,
@@ -52,7 +51,6 @@ def _read(source: str) -> str:
 SOLVE_FOR = ("epsilon", "delta", "k", "total-epsilon", "total-delta")
 
 
-@app.command("compose")
 def compose(
     ctx: typer.Context,
     epsilon: param("ε of each mechanism (>= 0).", "--epsilon") = None,

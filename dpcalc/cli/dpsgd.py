@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     OUTPUT,
@@ -29,7 +28,6 @@ from dpcalc.cli.output import busy, emit
 SOLVE_FOR = ("q", "sigma", "epochs", "steps", "epsilon", "delta")
 
 
-@app.command("dpsgd")
 def dpsgd(
     q: param("Poisson sampling rate q in (0, 1].", "--q", "--sample-rate") = None,
     batch_size: param("Expected batch size B (with --dataset-size: q = B/N).",

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     Debug,
@@ -31,7 +30,6 @@ METHODS = ("analytic", "classic", "chernoff", "rdp", "zcdp")
 SOLVE_FOR = ("sigma", "epsilon", "delta")
 
 
-@app.command("gaussian")
 def gaussian(
     sigma: param("Noise standard deviation σ (> 0).", "--sigma") = None,
     epsilon: param("Privacy loss ε (>= 0).", "--epsilon") = None,

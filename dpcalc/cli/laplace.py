@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     Debug,
     Format,
@@ -23,7 +22,6 @@ from dpcalc.cli.output import emit
 SOLVE_FOR = ("scale", "epsilon", "delta")
 
 
-@app.command("laplace")
 def laplace(
     scale: param("Laplace scale b (> 0).", "--scale") = None,
     epsilon: param("Privacy loss ε (>= 0).", "--epsilon") = None,

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     Debug,
@@ -25,7 +24,6 @@ from dpcalc.cli.output import emit
 SOLVE_FOR = ("sigma", "q", "steps", "epsilon", "delta")
 
 
-@app.command("rdp")
 def rdp(
     sigma: param("Noise multiplier (σ/Δ; b/Δ for Laplace).", "--sigma",
                  "--noise-multiplier") = None,

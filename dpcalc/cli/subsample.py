@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     Debug,
@@ -28,7 +27,6 @@ from dpcalc.cli.output import emit
 SOLVE_FOR = ("epsilon", "delta", "q", "amplified-epsilon", "amplified-delta")
 
 
-@app.command("subsample")
 def subsample(
     epsilon: param("ε of the mechanism run on the sample (>= 0).", "--epsilon") = None,
     delta: param("δ of the mechanism run on the sample, in [0, 1).", "--delta") = None,
