@@ -7,14 +7,15 @@ from fractions import Fraction
 
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
+from dpcalc.methods import DPSGD, FALLBACK
 from dpcalc.numeric.directed import exp_up, log_of
 from dpcalc.params import DELTA, EPSILON, INF, Param, Q
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
 from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
 
-ACCOUNTANTS = ("pld", "rdp", "moments", "strong")
-_REF = {"pld": "GLW21", "rdp": "MTZ19", "moments": "ACGMMTZ16", "strong": "DRV10"}
+ACCOUNTANTS = DPSGD.names  # the registry (dpcalc.methods): names, references, help
+_REF = DPSGD.references
 
 EPOCHS = Param("epochs", 0.0, INF, True, True, "smaller", symbol="epochs")
 STEPS = Param("steps", 0, 10**10, True, False, "smaller", integer=True, symbol="steps")
@@ -62,51 +63,23 @@ class Accountant:
 
     def _epsilon(self, q: float, sigma: float, steps: int,
                  log_delta: float) -> tuple[float, tuple[float, float] | None]:
-        from dpcalc.relations import dpsgd as rel
+        # the registry's accountant (dpcalc.methods.DPSGD), under the one fallback policy
+        from dpcalc.accountants.dpsgd import evaluate
 
-        if self.name == "pld":
-            from dpcalc.relations import pld
-
-            try:
-                lower, upper = pld.epsilon_bounds(q, sigma, steps, log_delta, self.tolerance)
-                return upper, (lower, upper)
-            except pld.PLDUncertifiable as exc:
-                self.fallback_note = (f"the PLD grid cannot certify this δ ({exc}); the answer "
-                                      "is the RDP accountant's (orders up to "
-                                      f"{int(max(rel._orders()))})")
-                return rel.rdp_epsilon(q, sigma, steps, log_delta)[0], None
-        if self.name == "rdp":
-            return rel.rdp_epsilon(q, sigma, steps, log_delta)[0], None
-        if self.name == "moments":
-            return rel.moments_epsilon(q, sigma, steps, log_delta)[0], None
-        return rel.strong_epsilon(q, sigma, steps, log_delta)[0], None
+        value, bounds, note = evaluate(self.name, "epsilon", q, sigma, steps, log_delta,
+                                       self.tolerance)
+        self.fallback_note = note or self.fallback_note
+        return value, bounds
 
     def log_delta(self, q: float, sigma: float, steps: int,
                   epsilon: float) -> tuple[float, tuple[float, float] | None]:
         """(upper bound on log δ, certified bracket of log δ or None)."""
-        from dpcalc.relations import dpsgd as rel
+        from dpcalc.accountants.dpsgd import evaluate
 
-        if self.name == "pld":
-            from dpcalc.relations import pld
-
-            try:
-                lower, upper = pld.log_delta_bounds(q, sigma, steps, epsilon, self.tolerance)
-                return upper, (lower, upper)
-            except pld.PLDUncertifiable as exc:
-                self.fallback_note = (f"the PLD grid cannot certify this δ ({exc}); the answer "
-                                      "is the RDP accountant's")
-                return rel.rdp_log_delta(q, sigma, steps, epsilon), None
-        if self.name == "rdp":
-            return rel.rdp_log_delta(q, sigma, steps, epsilon), None
-        if self.name == "moments":
-            return rel.moments_log_delta(q, sigma, steps, epsilon), None
-        # strong: the smallest δ whose optimised ε meets the target (the one solver)
-        if self.epsilon(q, sigma, steps, math.log(0.5))[0] > epsilon:
-            return 0.0, None
-        d = smallest_passing(
-            lambda x: self.epsilon(q, sigma, steps, math.log(x))[0] <= epsilon,
-            low=0.0, high=0.5, low_open=True, name="δ", rtol=1e-9)
-        return math.log(d), None
+        value, bounds, note = evaluate(self.name, "log_delta", q, sigma, steps, epsilon,
+                                       self.tolerance)
+        self.fallback_note = note or self.fallback_note
+        return value, bounds
 
     def holds(self, q: float, sigma: float, steps: int, epsilon: float,
               log_delta: float) -> bool:
@@ -307,6 +280,6 @@ def _curve(acc: Accountant, values: dict) -> list[dict]:
             return [{"epochs": e, "steps": s, "epsilon": hi, "lower": lo}
                     for e, (s, lo, hi) in zip(points, rows, strict=True)]
         except pld.PLDUncertifiable:
-            acc = Accountant("rdp", acc.tolerance)
+            acc = Accountant(FALLBACK[acc.name], acc.tolerance)
     return [{"epochs": e, "steps": s, "epsilon": acc.epsilon(q, sigma, s, log_d)[0]}
             for e, s in zip(points, steps_list, strict=True)]

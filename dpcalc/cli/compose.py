@@ -24,6 +24,7 @@ from dpcalc.cli.options import (
 )
 from dpcalc.cli.output import emit
 from dpcalc.errors import UsageError
+from dpcalc.methods import COMPOSE
 
 
 def _read(source: str) -> str:
@@ -59,8 +60,8 @@ def compose(
     total_epsilon: param("Total ε budget (>= 0).", "--total-epsilon") = None,
     total_delta: param("Total δ budget, in [0, 1).", "--total-delta") = None,
     method: Annotated[str, typer.Option(
-        "--method", help="optimal (exact, Kairouz-Oh-Viswanath 2015) | advanced | basic; a "
-        "--from list of mechanisms is composed as one privacy loss distribution (pld).",
+        "--method", help=COMPOSE.help_text(
+            "; a --from list of mechanisms is composed as one privacy loss distribution (pld)."),
         rich_help_panel=METHOD)] = "optimal",
     delta_slack: param("δ' of advanced composition (optimised when omitted).",
                        "--delta-slack", panel=METHOD) = None,

@@ -22,6 +22,7 @@ from dpcalc.cli.options import (
     solve_for_option,
 )
 from dpcalc.cli.output import busy, emit
+from dpcalc.methods import DPSGD
 
 # the names --solve-for accepts (dpcalc.api.dpsgd checks them; tests/test_cli_robust.py
 # keeps the two in step)
@@ -40,7 +41,7 @@ def dpsgd(
     epsilon: param("ε (>= 0).", "--epsilon") = None,
     delta: param("δ in (0, 1).", "--delta") = None,
     accountant: Annotated[str, typer.Option(
-        "--accountant", help="pld (certified bracket) | rdp | moments | strong.",
+        "--accountant", help=DPSGD.help_text(),
         rich_help_panel=METHOD)] = "pld",
     tolerance: param("Relative width of the PLD bracket (default 1e-3).", "--tolerance",
                      panel=METHOD) = None,

@@ -21,8 +21,9 @@ from dpcalc.cli.options import (
     solve_for_option,
 )
 from dpcalc.cli.output import emit
+from dpcalc.methods import GAUSSIAN
 
-METHODS = ("analytic", "classic", "chernoff", "rdp", "zcdp")
+METHODS = GAUSSIAN.names
 
 
 # the names --solve-for accepts (dpcalc.api.gaussian checks them; tests/test_cli_robust.py
@@ -36,7 +37,7 @@ def gaussian(
     delta: param("Failure probability δ in [0, 1).", "--delta") = None,
     sensitivity: param("L2 sensitivity Δ (> 0; default 1).", "--sensitivity") = None,
     method: Annotated[str, typer.Option(
-        "--method", help="analytic (exact, Balle & Wang 2018) | classic | chernoff | rdp | zcdp.",
+        "--method", help=GAUSSIAN.help_text(),
         rich_help_panel=METHOD)] = "analytic",
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,

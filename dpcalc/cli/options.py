@@ -30,9 +30,7 @@ Value = Annotated[bool, typer.Option("--value", help="Print only the solved numb
 def _format_help() -> str:
     from dpcalc.render import FORMATS
 
-    return ("Output format: " + "; ".join(f"{f.name}: {f.help}" for f in FORMATS.values())
-            + ". CSV: a header row, the answer's row (value, bracket, every parameter), one row "
-              "per compared method.")
+    return "Output format: " + "; ".join(f"{f.name}: {f.help}" for f in FORMATS.values()) + "."
 
 
 Format = Annotated[str | None, typer.Option(

@@ -25,17 +25,11 @@ from __future__ import annotations
 import math
 
 from dpcalc.errors import NumericalError
+from dpcalc.methods import GAUSSIAN
 from dpcalc.numeric.optimize import minimize_on_grid
 
-METHODS = ("analytic", "classic", "chernoff", "rdp", "zcdp")
-
-REFERENCE = {
-    "analytic": "BW18",
-    "classic": "DR14",
-    "chernoff": "Che19",
-    "rdp": "CKS20",
-    "zcdp": "BS16",
-}
+METHODS = GAUSSIAN.names  # the registry (dpcalc.methods): names, references, help
+REFERENCE = GAUSSIAN.references
 
 _U = 2.0**-53  # unit roundoff of a double
 _SQRT2 = math.sqrt(2.0)

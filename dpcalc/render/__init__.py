@@ -27,7 +27,8 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("json", "dpcalc.render.jsonout", "exactly one JSON object (alias --json)"),
     Format("value", "dpcalc.render.value", "only the solved number (alias --value)"),
     Format("csv", "dpcalc.render.csvout",
-           "a header row, the answer's row, then one row per compared method"),
+           "a header row, the answer's row (value, bracket, every parameter), then one row "
+           "per compared method, for spreadsheets"),
 )}
 DEFAULT = "human"
 
