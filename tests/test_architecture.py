@@ -90,3 +90,26 @@ def test_commands_are_registered_explicitly_in_contract_order():
         assert function.__module__ == f"dpcalc.cli.{name}"
         assert group.commands[name].callback is function or (
             getattr(group.commands[name].callback, "__wrapped__", None) is function)
+
+
+def _sources():
+    return sorted(p for p in ROOT.rglob("*.py"))
+
+
+def test_float_constants_are_defined_once_in_numeric():
+    """The unit round-off, machine epsilon and smallest double are defined in
+    dpcalc/numeric/directed.py only; every other module imports them."""
+    literal = re.compile(r"2(\.0)?\s*\*\*\s*-5[23]\b|math\.ulp\(0(\.0)?\)")
+    owner = ROOT / "numeric" / "directed.py"
+    offenders = [str(p.relative_to(ROOT)) for p in _sources()
+                 if p != owner and literal.search(p.read_text())]
+    assert not offenders, f"define these through dpcalc.numeric.directed: {offenders}"
+
+
+def test_directed_rounding_helpers_are_not_redefined():
+    """``_up`` once meant one ulp up (compose, subsample) and a relative enlargement (rdp);
+    they are now ``numeric.directed.up`` and ``numeric.directed.inflate``, defined once."""
+    for path in _sources():
+        tree = ast.parse(path.read_text())
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert not defined & {"_up", "_down"}, path

@@ -26,12 +26,12 @@ import math
 
 from dpcalc.errors import NumericalError
 from dpcalc.methods import GAUSSIAN
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.numeric.optimize import minimize_on_grid
 
 METHODS = GAUSSIAN.names  # the registry (dpcalc.methods): names, references, help
 REFERENCE = GAUSSIAN.references
 
-_U = 2.0**-53  # unit roundoff of a double
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
