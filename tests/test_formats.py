@@ -127,3 +127,19 @@ def test_readme_csv_example_is_the_real_output(capsys):
     real = run(capsys, *m.group(1).split()[1:]).out.splitlines()
     shown = m.group(2).splitlines()
     assert real[:len(shown)] == shown
+
+
+def test_conflicting_formats_are_refused_before_any_computation(capsys, monkeypatch):
+    import importlib
+
+    api = importlib.import_module("dpcalc.api.dpsgd")
+
+    def never(**_):
+        raise AssertionError("computed before the format conflict was reported")
+
+    monkeypatch.setattr(api, "dpsgd", never)
+    r = run(capsys, "dpsgd", "--q", "0.01", "--sigma", "4", "--epochs", "100", "--delta",
+            "1e-5", "--value", "--format", "csv")
+    assert r.code == 2 and r.out == ""
+    assert r.err == ("dpcalc: error: --value and --format csv conflict; give one output format "
+                     "(--format human|json|value|csv)\n")

@@ -61,6 +61,12 @@ class _Command(typer.core.TyperCommand):
         numpy for the commands that do not need it.)"""
         import warnings
 
+        if {"json", "value", "fmt"} <= ctx.params.keys():
+            from dpcalc.cli.output import output_format
+
+            # conflicting output formats are bad input, found before any computation
+            output_format(json=ctx.params["json"], value=ctx.params["value"],
+                          fmt=ctx.params["fmt"])
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
             return super().invoke(ctx)
