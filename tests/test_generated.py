@@ -150,7 +150,7 @@ def test_choice_options_match_the_help_and_the_api():
     for name, command in group.commands.items():
         for param in command.params:
             if param.type.name == "str" and (param.default and not param.metavar
-                                             or param.opts[0] == "--solve-for"):
+                                             or param.opts[0] in ("--solve-for", "--format")):
                 found.add((name, param.opts[0]))
                 values = _completion.choices(name, param.opts[0])
                 assert param.default in values or param.default is None

@@ -10,14 +10,15 @@ import math
 
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
 from dpcalc.errors import InfeasibleError, UsageError
+from dpcalc.methods import COMPOSE
 from dpcalc.numeric.directed import Number, exp_up, log_of
 from dpcalc.params import INF, Param, exact_value
 from dpcalc.references import REFS
 from dpcalc.result import Comparison, Result
 from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
 
-METHODS = ("optimal", "advanced", "basic")   # and pld, for plans (--from) only
-_REF = {"basic": "DR14", "advanced": "DRV10", "optimal": "KOV15"}
+METHODS = COMPOSE.names   # the registry (dpcalc.methods); pld, for plans (--from) only, too
+_REF = COMPOSE.references
 
 EPSILON = Param("epsilon", 0.0, INF, False, True, "smaller", symbol="ε")
 DELTA = Param("delta", 0.0, 1.0, False, True, "smaller", tiny_ok=True, symbol="δ")

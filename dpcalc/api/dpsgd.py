@@ -7,14 +7,15 @@ from fractions import Fraction
 
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
+from dpcalc.methods import DPSGD, FALLBACK
 from dpcalc.numeric.directed import exp_up, log_of
 from dpcalc.params import EPSILON, INF, Param, Q
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
 from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
 
-ACCOUNTANTS = ("pld", "rdp", "moments", "strong")
-_REF = {"pld": "GLW21", "rdp": "MTZ19", "moments": "ACGMMTZ16", "strong": "DRV10"}
+ACCOUNTANTS = DPSGD.names  # the registry (dpcalc.methods): names, references, help
+_REF = DPSGD.references
 
 EPOCHS = Param("epochs", 0.0, INF, True, True, "smaller", symbol="epochs")
 STEPS = Param("steps", 0, 10**10, True, False, "smaller", integer=True, symbol="steps")
@@ -57,26 +58,6 @@ SIGMA_EVAL_MAX = 1e6
 SIGMA_SOLVE_MIN = 1e-3
 
 
-def _pld_call(fn, *args):
-    """A PLD evaluation; float trouble outside its grid's range is "cannot certify" too.
-
-    The accountant then answers with the RDP bound and says so (as for PLDUncertifiable).
-    """
-    import warnings
-
-    from dpcalc.relations import pld
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            result = fn(*args)
-    except (ArithmeticError, ValueError) as exc:
-        raise pld.PLDUncertifiable(f"the PLD grid leaves the double range "
-                                   f"({type(exc).__name__})") from exc
-    pairs = [result] if isinstance(result, tuple) else [row[1:] for row in result]
-    if any(x != x or x == math.inf for pair in pairs for x in pair):  # NaN, or no finite bound
-        raise pld.PLDUncertifiable("the PLD bound is not finite here")
-    return result
 
 
 class Accountant:
@@ -115,55 +96,24 @@ class Accountant:
 
     def _epsilon(self, q: float, sigma: float, steps: int,
                  log_delta: float) -> tuple[float, tuple[float, float] | None]:
-        from dpcalc.relations import dpsgd as rel
+        # the registry's accountant (dpcalc.methods.DPSGD), under the one fallback policy
+        from dpcalc.accountants.dpsgd import evaluate
 
-        if self.name == "pld":
-            from dpcalc.relations import pld
-
-            try:
-                lower, upper = _pld_call(pld.epsilon_bounds, q, sigma, steps, log_delta,
-                                         self.tolerance)
-                return upper, (lower, upper)
-            except pld.PLDUncertifiable as exc:
-                self.fallback_note = (f"the PLD grid cannot certify this δ ({exc}); the answer "
-                                      "is the RDP accountant's (orders up to "
-                                      f"{int(max(rel._orders()))})")
-                return rel.rdp_epsilon(q, sigma, steps, log_delta)[0], None
-        if self.name == "rdp":
-            return rel.rdp_epsilon(q, sigma, steps, log_delta)[0], None
-        if self.name == "moments":
-            return rel.moments_epsilon(q, sigma, steps, log_delta)[0], None
-        return rel.strong_epsilon(q, sigma, steps, log_delta)[0], None
+        value, bounds, note = evaluate(self.name, "epsilon", q, sigma, steps, log_delta,
+                                       self.tolerance)
+        self.fallback_note = note or self.fallback_note
+        return value, bounds
 
     def log_delta(self, q: float, sigma: float, steps: int,
                   epsilon: float) -> tuple[float, tuple[float, float] | None]:
         """(upper bound on log δ, certified bracket of log δ or None)."""
-        from dpcalc.relations import dpsgd as rel
+        from dpcalc.accountants.dpsgd import evaluate
 
         sigma = self._evaluated_sigma(sigma)
-
-        if self.name == "pld":
-            from dpcalc.relations import pld
-
-            try:
-                lower, upper = _pld_call(pld.log_delta_bounds, q, sigma, steps, epsilon,
-                                         self.tolerance)
-                return upper, (lower, upper)
-            except pld.PLDUncertifiable as exc:
-                self.fallback_note = (f"the PLD grid cannot certify this δ ({exc}); the answer "
-                                      "is the RDP accountant's")
-                return rel.rdp_log_delta(q, sigma, steps, epsilon), None
-        if self.name == "rdp":
-            return rel.rdp_log_delta(q, sigma, steps, epsilon), None
-        if self.name == "moments":
-            return rel.moments_log_delta(q, sigma, steps, epsilon), None
-        # strong: the smallest δ whose optimised ε meets the target (the one solver)
-        if self.epsilon(q, sigma, steps, math.log(0.5))[0] > epsilon:
-            return 0.0, None
-        d = smallest_passing(
-            lambda x: self.epsilon(q, sigma, steps, math.log(x))[0] <= epsilon,
-            low=0.0, high=0.5, low_open=True, name="δ", rtol=1e-9)
-        return math.log(d), None
+        value, bounds, note = evaluate(self.name, "log_delta", q, sigma, steps, epsilon,
+                                       self.tolerance)
+        self.fallback_note = note or self.fallback_note
+        return value, bounds
 
     def holds(self, q: float, sigma: float, steps: int, epsilon: float,
               log_delta: float) -> bool:
@@ -414,14 +364,15 @@ def _curve(acc: Accountant, values: dict) -> list[dict]:
     points = [e for e in epochs if steps_for(e, q) < final_steps] + [run_epochs]
     steps_list = [steps_for(e, q) for e in points[:-1]] + [final_steps]
     if acc.name == "pld":
+        from dpcalc.accountants.dpsgd import pld_call
         from dpcalc.relations import pld
 
         try:
-            rows = _pld_call(pld.epsilon_curve, q, acc._evaluated_sigma(sigma), steps_list,
-                             log_d, acc.tolerance)
+            rows = pld_call(pld.epsilon_curve, q, acc._evaluated_sigma(sigma), steps_list,
+                            log_d, acc.tolerance)
             return [{"epochs": e, "steps": s, "epsilon": hi, "lower": lo}
                     for e, (s, lo, hi) in zip(points, rows, strict=True)]
         except pld.PLDUncertifiable:
-            acc = Accountant("rdp", acc.tolerance)
+            acc = Accountant(FALLBACK[acc.name], acc.tolerance)
     return [{"epochs": e, "steps": s, "epsilon": acc.epsilon(q, sigma, s, log_d)[0]}
             for e, s in zip(points, steps_list, strict=True)]

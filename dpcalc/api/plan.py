@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
-from dpcalc.numeric.directed import exp_up, log_of
+from dpcalc.numeric.directed import UNIT_ROUNDOFF, exp_up, log_of
 from dpcalc.params import DELTA, EPSILON, INF, SCALE, SENSITIVITY, SIGMA, Param
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
@@ -185,7 +185,7 @@ def _item(r: _Rec, v: dict, count: int):
 def _gaussian_sigma_eff(items) -> float:
     """1/μ of a plan of Gaussians, μ = √(Σ n/σ_i²) rounded up [DRS19, Cor 3.3]."""
     mu = math.sqrt(math.fsum(n / (p.sigma * p.sigma) for p, n in items))
-    return math.nextafter(1.0 / (mu * (1.0 + 16.0 * 2.0 ** -53)), 0.0)
+    return math.nextafter(1.0 / (mu * (1.0 + 16.0 * UNIT_ROUNDOFF)), 0.0)
 
 
 class _Plan:

@@ -1,12 +1,13 @@
 """The ``dpcalc`` command line: one Typer app, one error funnel (``main``).
 
 Every failure leaves as one line ``dpcalc: error: ...`` on stderr with an exit status from
-``ExitStatus``; ``--debug`` re-raises instead. Commands live one per module in this package.
+``ExitStatus``; ``--debug`` re-raises instead. Commands live one per module in this package;
+each module only defines its function, and ``REGISTRY`` below adds them to the app
+explicitly, in the contract's order (the order of ``dpcalc --help``).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -16,8 +17,6 @@ import typer
 from dpcalc import __version__
 from dpcalc.cli import _streams
 from dpcalc.errors import DpcalcError, ExitStatus
-
-COMMANDS = ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd")
 
 
 def _reject_repeats(command, ctx, args: list[str]) -> None:
@@ -62,6 +61,12 @@ class _Command(typer.core.TyperCommand):
         numpy for the commands that do not need it.)"""
         import warnings
 
+        if {"json", "value", "fmt"} <= ctx.params.keys():
+            from dpcalc.cli.output import output_format
+
+            # conflicting output formats are bad input, found before any computation
+            output_format(json=ctx.params["json"], value=ctx.params["value"],
+                          fmt=ctx.params["fmt"])
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
             return super().invoke(ctx)
@@ -111,9 +116,21 @@ def _root(
     """dpcalc: leave one parameter out, dpcalc solves for it."""
 
 
-# importing a command module registers it on ``app`` (in the contract's order, for --help)
-for _name in COMMANDS:
-    importlib.import_module(f"dpcalc.cli.{_name}")
+# The commands, registered explicitly in the contract's order (the order of --help). The
+# command modules import nothing from this one: importing them registers nothing by itself.
+from dpcalc.cli import compose, dpsgd, gaussian, laplace, rdp, subsample  # noqa: E402
+
+REGISTRY = (
+    ("gaussian", gaussian.gaussian),
+    ("laplace", laplace.laplace),
+    ("compose", compose.compose),
+    ("subsample", subsample.subsample),
+    ("rdp", rdp.rdp),
+    ("dpsgd", dpsgd.dpsgd),
+)
+for _name, _function in REGISTRY:
+    app.command(_name)(_function)
+COMMANDS = tuple(name for name, _ in REGISTRY)
 
 
 def error_line(message: str) -> str:

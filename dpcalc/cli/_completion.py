@@ -16,14 +16,16 @@ COMPLETE_VAR = "_DPCALC_COMPLETE"
 # (command, option) -> (module, attribute): the tuple of values the API accepts for the option
 # (its ``check_choice``), imported only when that option's value is being completed.
 CHOICES: dict[tuple[str, str], tuple[str, str]] = {
-    ("gaussian", "--method"): ("dpcalc.cli.gaussian", "METHODS"),
-    ("compose", "--method"): ("dpcalc.api.compose", "METHODS"),
+    ("gaussian", "--method"): ("dpcalc.methods", "GAUSSIAN"),
+    ("compose", "--method"): ("dpcalc.methods", "COMPOSE"),
     ("subsample", "--sampling"): ("dpcalc.api.subsample", "SAMPLINGS"),
     ("subsample", "--relation"): ("dpcalc.api.subsample", "RELATIONS"),
     ("rdp", "--conversion"): ("dpcalc.api.rdp", "CONVERSIONS"),
     ("rdp", "--mechanism"): ("dpcalc.api.rdp", "MECHANISMS"),
-    ("dpsgd", "--accountant"): ("dpcalc.api.dpsgd", "ACCOUNTANTS"),
+    ("dpsgd", "--accountant"): ("dpcalc.methods", "DPSGD"),
     **{(command, "--solve-for"): (f"dpcalc.cli.{command}", "SOLVE_FOR")
+       for command in ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd")},
+    **{(command, "--format"): ("dpcalc.render", "FORMATS")
        for command in ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd")},
 }
 
@@ -34,7 +36,8 @@ def choices(command: str, option: str) -> tuple[str, ...]:
     if where is None:
         return ()
     module, attribute = where
-    return tuple(getattr(importlib.import_module(module), attribute))
+    values = getattr(importlib.import_module(module), attribute)
+    return tuple(getattr(values, "names", values))  # a dpcalc.methods.Registry: its names
 
 
 def _completer(command: str, option: str):

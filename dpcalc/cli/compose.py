@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     PARAMS,
     Debug,
+    Format,
     Fpr,
     Json,
     MaxDelta,
@@ -24,6 +24,7 @@ from dpcalc.cli.options import (
 )
 from dpcalc.cli.output import emit
 from dpcalc.errors import UsageError
+from dpcalc.methods import COMPOSE
 
 
 def _read(source: str) -> str:
@@ -51,7 +52,6 @@ def _read(source: str) -> str:
 SOLVE_FOR = ("epsilon", "delta", "k", "total-epsilon", "total-delta")
 
 
-@app.command("compose")
 def compose(
     ctx: typer.Context,
     epsilon: param("ε of each mechanism (>= 0).", "--epsilon") = None,
@@ -60,8 +60,8 @@ def compose(
     total_epsilon: param("Total ε budget (>= 0).", "--total-epsilon") = None,
     total_delta: param("Total δ budget, in [0, 1).", "--total-delta") = None,
     method: Annotated[str, typer.Option(
-        "--method", help="optimal (exact, Kairouz-Oh-Viswanath 2015) | advanced | basic; a "
-        "--from list of mechanisms is composed as one privacy loss distribution (pld).",
+        "--method", help=COMPOSE.help_text(
+            "; a --from list of mechanisms is composed as one privacy loss distribution (pld)."),
         rich_help_panel=METHOD)] = "optimal",
     delta_slack: param("δ' of advanced composition (optimised when omitted).",
                        "--delta-slack", panel=METHOD) = None,
@@ -76,6 +76,7 @@ def compose(
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
+    fmt: Format = None,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
     fpr: Fpr = None,
@@ -102,5 +103,5 @@ def compose(
     result = solve(epsilon=epsilon, delta=delta, k=k, total_epsilon=total_epsilon,
                    total_delta=total_delta, method=method, delta_slack=delta_slack, group=group,
                    records=records, solve_for=solve_for, fpr=fpr, tpr=tpr)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta,
          max_tpr=max_tpr)

@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     OUTPUT,
     Debug,
+    Format,
     Fpr,
     Json,
     MaxDelta,
@@ -22,13 +22,13 @@ from dpcalc.cli.options import (
     solve_for_option,
 )
 from dpcalc.cli.output import busy, emit
+from dpcalc.methods import DPSGD
 
 # the names --solve-for accepts (dpcalc.api.dpsgd checks them; tests/test_cli_robust.py
 # keeps the two in step)
 SOLVE_FOR = ("q", "sigma", "epochs", "steps", "epsilon", "delta")
 
 
-@app.command("dpsgd")
 def dpsgd(
     q: param("Poisson sampling rate q in (0, 1].", "--q", "--sample-rate") = None,
     batch_size: param("Expected batch size B (with --dataset-size: q = B/N).",
@@ -41,7 +41,7 @@ def dpsgd(
     epsilon: param("ε (>= 0).", "--epsilon") = None,
     delta: param("δ in (0, 1).", "--delta") = None,
     accountant: Annotated[str, typer.Option(
-        "--accountant", help="pld (certified bracket) | rdp | moments | strong.",
+        "--accountant", help=DPSGD.help_text(),
         rich_help_panel=METHOD)] = "pld",
     tolerance: param("Relative width of the PLD bracket (default 1e-3).", "--tolerance",
                      panel=METHOD) = None,
@@ -59,6 +59,7 @@ def dpsgd(
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
+    fmt: Format = None,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
     fpr: Fpr = None,
@@ -79,7 +80,7 @@ def dpsgd(
                        epochs=epochs, steps=steps, epsilon=epsilon, delta=delta,
                        accountant=accountant, tolerance=1e-3 if tolerance is None else tolerance,
                        curve=curve, solve_for=solve_for, fpr=fpr, tpr=tpr,
-                       compare=not value, sampling=sampling, relation=relation,
-                       examples_per_user=examples_per_user)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+                       compare=not value and fmt != "value", sampling=sampling,
+                       relation=relation, examples_per_user=examples_per_user)
+    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta,
          max_tpr=max_tpr)

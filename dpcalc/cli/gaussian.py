@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     Debug,
+    Format,
     Fpr,
     Json,
     MaxDelta,
@@ -21,8 +21,9 @@ from dpcalc.cli.options import (
     solve_for_option,
 )
 from dpcalc.cli.output import emit
+from dpcalc.methods import GAUSSIAN
 
-METHODS = ("analytic", "classic", "chernoff", "rdp", "zcdp")
+METHODS = GAUSSIAN.names
 
 
 # the names --solve-for accepts (dpcalc.api.gaussian checks them; tests/test_cli_robust.py
@@ -30,18 +31,18 @@ METHODS = ("analytic", "classic", "chernoff", "rdp", "zcdp")
 SOLVE_FOR = ("sigma", "epsilon", "delta")
 
 
-@app.command("gaussian")
 def gaussian(
     sigma: param("Noise standard deviation σ (> 0).", "--sigma") = None,
     epsilon: param("Privacy loss ε (>= 0).", "--epsilon") = None,
     delta: param("Failure probability δ in [0, 1).", "--delta") = None,
     sensitivity: param("L2 sensitivity Δ (> 0; default 1).", "--sensitivity") = None,
     method: Annotated[str, typer.Option(
-        "--method", help="analytic (exact, Balle & Wang 2018) | classic | chernoff | rdp | zcdp.",
+        "--method", help=GAUSSIAN.help_text(),
         rich_help_panel=METHOD)] = "analytic",
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
+    fmt: Format = None,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
     fpr: Fpr = None,
@@ -59,5 +60,5 @@ def gaussian(
     result = solve(sigma=sigma, epsilon=epsilon, delta=delta,
                    sensitivity=1.0 if sensitivity is None else sensitivity, method=method,
                    solve_for=solve_for, fpr=fpr, tpr=tpr)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta,
          max_tpr=max_tpr)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     Debug,
+    Format,
     Fpr,
     Json,
     MaxDelta,
@@ -22,7 +22,6 @@ from dpcalc.cli.output import emit
 SOLVE_FOR = ("scale", "epsilon", "delta")
 
 
-@app.command("laplace")
 def laplace(
     scale: param("Laplace scale b (> 0).", "--scale") = None,
     epsilon: param("Privacy loss ε (>= 0).", "--epsilon") = None,
@@ -31,6 +30,7 @@ def laplace(
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
+    fmt: Format = None,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
     fpr: Fpr = None,
@@ -48,5 +48,5 @@ def laplace(
     result = solve(scale=scale, epsilon=epsilon, delta=delta,
                    sensitivity=1.0 if sensitivity is None else sensitivity, solve_for=solve_for,
                    fpr=fpr, tpr=tpr)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta,
          max_tpr=max_tpr)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dpcalc.cli.output import validate_gate
+from dpcalc.cli.output import validate_format, validate_gate
 
 PARAMS = "Parameters (leave one out)"
 METHOD = "Method"
@@ -25,6 +25,17 @@ Json = Annotated[bool, typer.Option("--json", help="Print exactly one JSON objec
                                     rich_help_panel=OUTPUT)]
 Value = Annotated[bool, typer.Option("--value", help="Print only the solved number.",
                                      rich_help_panel=OUTPUT)]
+
+
+def _format_help() -> str:
+    from dpcalc.render import FORMATS
+
+    return "Output format: " + "; ".join(f"{f.name}: {f.help}" for f in FORMATS.values()) + "."
+
+
+Format = Annotated[str | None, typer.Option(
+    "--format", help=_format_help(), rich_help_panel=OUTPUT, metavar="FORMAT",
+    show_default=False, callback=validate_format)]
 Debug = Annotated[bool, typer.Option(
     "--debug", help="On an error, also print the Python traceback (for bug reports); the exit "
                     "status is unchanged. Also accepted before the command.",

@@ -9,29 +9,45 @@ from dpcalc.errors import UsageError
 from dpcalc.result import Result
 
 
-def emit(result: Result, *, json: bool, value: bool, max_epsilon: str | None = None,
-         max_delta: str | None = None, max_tpr: str | None = None) -> None:
-    """Write ``result`` to stdout in the requested mode, with its gates recorded; then exit 1
-    (GateError) if a gate failed, so a failed gate still shows what was solved."""
-    from dpcalc.api._common import evaluate_gates, raise_failed
+def output_format(*, json: bool = False, value: bool = False, fmt: str | None = None) -> str:
+    """The one format the options ask for: ``--format NAME``, or its alias ``--json`` or
+    ``--value``; human by default. Two different choices are a usage error (exit 2)."""
+    from dpcalc.render import DEFAULT
 
-    if json and value:
-        raise UsageError("--json and --value conflict; give one of them")
+    asked = {name: option for name, option in (("json", "--json"), ("value", "--value"))
+             if {"json": json, "value": value}[name]}
+    if fmt is not None:
+        validate_format(fmt)
+        asked.setdefault(fmt, f"--format {fmt}")
+    if len(asked) > 1:
+        raise UsageError(f"{' and '.join(asked.values())} conflict; give one output format "
+                         "(--format human|json|value|csv)")
+    return next(iter(asked), DEFAULT)
+
+
+def validate_format(raw: str | None) -> str | None:
+    """A typer option callback: ``--format`` must name a registered renderer (exit 2)."""
+    from dpcalc.render import FORMATS
+
+    if raw is not None and raw not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {raw!r}")
+    return raw
+
+
+def emit(result: Result, *, json: bool, value: bool, fmt: str | None = None,
+         max_epsilon: str | None = None, max_delta: str | None = None,
+         max_tpr: str | None = None) -> None:
+    """Write ``result`` to stdout in the requested format (through the renderer registry,
+    ``dpcalc.render.FORMATS``), with its gates recorded; then exit 1 (GateError) if a gate
+    failed, so a failed gate still shows what was solved."""
+    from dpcalc.api._common import evaluate_gates, raise_failed
+    from dpcalc.render import renderer
+
+    name = output_format(json=json, value=value, fmt=fmt)
     # a gate that does not apply is bad input: found before anything is printed
     gates = evaluate_gates(result, max_epsilon, max_delta, max_tpr)
     result = result.with_gates(gates)
-    if json:
-        from dpcalc.render import jsonout
-
-        sys.stdout.write(jsonout.render(result))
-    elif value:
-        from dpcalc.render import value as value_out
-
-        sys.stdout.write(value_out.render(result))
-    else:
-        from dpcalc.render import human
-
-        human.render(result, human.make_console())
+    renderer(name).write(result)
     sys.stdout.flush()
     raise_failed(result, gates)
 

@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     Debug,
+    Format,
     Json,
     MaxDelta,
     MaxEpsilon,
@@ -24,7 +24,6 @@ from dpcalc.cli.output import emit
 SOLVE_FOR = ("sigma", "q", "steps", "epsilon", "delta")
 
 
-@app.command("rdp")
 def rdp(
     sigma: param("Noise multiplier (σ/Δ; b/Δ for Laplace).", "--sigma",
                  "--noise-multiplier") = None,
@@ -43,6 +42,7 @@ def rdp(
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
+    fmt: Format = None,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
     debug: Debug = False,
@@ -55,4 +55,4 @@ def rdp(
 
     result = solve(sigma=sigma, q=q, steps=steps, epsilon=epsilon, delta=delta, alpha=alpha,
                    conversion=conversion, mechanism=mechanism, solve_for=solve_for)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta)
+    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta)

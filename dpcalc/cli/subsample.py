@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from dpcalc.cli import app
 from dpcalc.cli.options import (
     METHOD,
     Debug,
+    Format,
     Fpr,
     Json,
     MaxDelta,
@@ -27,7 +27,6 @@ from dpcalc.cli.output import emit
 SOLVE_FOR = ("epsilon", "delta", "q", "amplified-epsilon", "amplified-delta")
 
 
-@app.command("subsample")
 def subsample(
     epsilon: param("ε of the mechanism run on the sample (>= 0).", "--epsilon") = None,
     delta: param("δ of the mechanism run on the sample, in [0, 1).", "--delta") = None,
@@ -46,6 +45,7 @@ def subsample(
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
+    fmt: Format = None,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
     fpr: Fpr = None,
@@ -64,5 +64,5 @@ def subsample(
                    amplified_delta=amplified_delta, sample_size=sample_size,
                    population_size=population_size, sampling=sampling, relation=relation,
                    solve_for=solve_for, fpr=fpr, tpr=tpr)
-    emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
+    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta,
          max_tpr=max_tpr)

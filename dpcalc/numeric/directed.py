@@ -19,6 +19,16 @@ Number = float | Decimal
 #: Smallest positive normal double; below it floats lose precision (subnormals) or vanish.
 MIN_NORMAL = 2.2250738585072014e-308
 
+#: Unit round-off u of IEEE doubles: a correctly rounded operation errs by at most u relative.
+#: The one definition in dpcalc (error allowances everywhere are multiples of it).
+UNIT_ROUNDOFF = 2.0 ** -53
+
+#: Machine epsilon (2u): the gap between 1.0 and the next double.
+MACHINE_EPSILON = 2.0 ** -52
+
+#: Smallest positive double: an upper bound on any value that underflowed to 0.
+TINY = math.ulp(0.0)
+
 _CTX = Context(prec=40, Emin=-999999999, Emax=999999999)
 
 
@@ -34,6 +44,15 @@ def down(x: float, n: int = 1) -> float:
     for _ in range(n):
         x = math.nextafter(x, -math.inf)
     return x
+
+
+def inflate(x: float, rel: float = 4 * MACHINE_EPSILON) -> float:
+    """An upper bound on a non-negative x known to relative error ``rel``: x·(1 + rel), one
+    ulp up; never 0 for a positive truth (an underflowed product gives ``TINY``)."""
+    if x == math.inf:
+        return x
+    y = x * (1.0 + rel)
+    return math.nextafter(y, math.inf) if y > 0 else TINY
 
 
 def exp_up(log_x: float) -> Number:

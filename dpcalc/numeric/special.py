@@ -15,9 +15,10 @@ import math
 
 import numpy as np
 
+from dpcalc.numeric.directed import MACHINE_EPSILON as _EPS
+
 __all__ = ["LGAMMA_ERR", "LOG_NDTR_ERR", "lgamma", "log_ndtr"]
 
-_EPS = 2.0**-52
 #: Assumed bound on |lgamma(x) − log Γ(x)| / (|log Γ(x)| + 1) (measured ≤ 5.7 eps).
 LGAMMA_ERR = 16.0 * _EPS
 #: Assumed bound on |log_ndtr(x) − log Φ(x)| / max(1, |log Φ(x)|) (measured ≤ 2 eps).

@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-_U = 2.0 ** -53                 # unit round-off of IEEE double
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
+
 _SQRT2 = math.sqrt(2.0)
 _LOG_HALF = math.log(0.5)
 _LOG_U4 = math.log(4 * _U)

@@ -34,9 +34,11 @@ from collections import Counter
 from fractions import Fraction
 from functools import lru_cache
 
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
+from dpcalc.numeric.directed import down as _down
+from dpcalc.numeric.directed import up as _up
 from dpcalc.numeric.logspace import NEG_INF, log1mexp, log_add, log_expm1, log_sum
 
-_U = 2.0 ** -53           # unit roundoff of IEEE doubles
 _INF = math.inf
 _TINY_X = 1e-300          # keeps a log1mexp argument strictly negative (only enlarges terms)
 _EXACT_STATE_LIMIT = 1 << 20   # multinomial states enumerated exactly for heterogeneous lists
@@ -73,14 +75,6 @@ def _check_count(name: str, value) -> int:
     if not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {name}={value!r}")
     return value
-
-
-def _up(x: float) -> float:
-    return math.nextafter(x, _INF)
-
-
-def _down(x: float) -> float:
-    return math.nextafter(x, -_INF)
 
 
 def _pad_up(x: float, abs_err: float) -> float:

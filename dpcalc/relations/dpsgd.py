@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import math
 
-ACCOUNTANTS = ("pld", "rdp", "moments", "strong")
-REFERENCE = {"pld": "GLW21", "rdp": "MTZ19", "moments": "ACGMMTZ16", "strong": "DRV10"}
+from dpcalc.methods import DPSGD  # noqa: E402 - the registry: names, references, help
+
+ACCOUNTANTS = DPSGD.names
+REFERENCE = DPSGD.references
 
 
 def rdp_epsilon(q: float, sigma: float, steps: int, log_delta: float) -> tuple[float, float]:

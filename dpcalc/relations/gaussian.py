@@ -30,19 +30,13 @@ from __future__ import annotations
 import math
 
 from dpcalc.errors import NumericalError
+from dpcalc.methods import GAUSSIAN
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.numeric.optimize import minimize_on_grid
 
-METHODS = ("analytic", "classic", "chernoff", "rdp", "zcdp")
+METHODS = GAUSSIAN.names  # the registry (dpcalc.methods): names, references, help
+REFERENCE = GAUSSIAN.references
 
-REFERENCE = {
-    "analytic": "BW18",
-    "classic": "DR14",
-    "chernoff": "Che19",
-    "rdp": "CKS20",
-    "zcdp": "CKS20",
-}
-
-_U = 2.0**-53  # unit roundoff of a double
 #: The most negative finite double: an upper bound on a log δ that is below the double range.
 LOG_FLOOR = -1.7976931348623157e308
 #: t beyond which t²/2 exceeds the double range (√(2 · 1.7977e308) = 1.8962e154).

@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.numeric.logspace import NEG_INF, log1mexp
 
 REFERENCE = "DMNS06"
 
-_U = 2.0**-53
 
 
 def log_delta(scale: float, epsilon: float, sensitivity: float = 1.0) -> float:

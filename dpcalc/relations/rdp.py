@@ -36,6 +36,10 @@ from functools import lru_cache
 import numpy as np
 
 from dpcalc.errors import NumericalError
+from dpcalc.numeric.directed import MACHINE_EPSILON as _EPS
+from dpcalc.numeric.directed import MIN_NORMAL as _MIN_NORMAL
+from dpcalc.numeric.directed import TINY as _TINY
+from dpcalc.numeric.directed import inflate
 from dpcalc.numeric.logspace import log_add
 from dpcalc.numeric.special import lgamma, log_ndtr
 
@@ -49,7 +53,6 @@ __all__ = [
     "log_delta_from_rdp",
 ]
 
-_EPS = 2.0**-52  # machine epsilon of a double
 # Each log-space term is a sum of a few pieces (log-binomials, k·log q, (k²−k)/(2σ²), log Φ),
 # each computed with an error of a few ulps of its magnitude. A term whose pieces have total
 # magnitude M therefore carries an absolute log error below _ERR·M: 32 ulps is a generous
@@ -61,8 +64,6 @@ _EPS = 2.0**-52  # machine epsilon of a double
 # magnitude and ≤ 16 eps of it to the error; the remaining pieces and the ≤ 8 roundings of the
 # sum stay below 8 eps·M. So the error is ≤ 16 eps·(s + 3) + 8 eps·M ≤ 32 eps·M = _ERR·M.
 _ERR = 32.0 * _EPS
-_TINY = math.ulp(0.0)  # smallest positive double: an upper bound on any underflowed value
-_MIN_NORMAL = 2.2250738585072014e-308
 _LOG_HALF_PI = 0.5 * math.log(math.pi)
 _SIGMA_RANGE = (1e-100, 1e100)  # subsampled series evaluated for σ in this range
 _MAX_SERIES_ORDER = 65536.0  # larger orders fall back to the (valid) Gaussian value
@@ -107,14 +108,6 @@ def _check_q(q: float) -> float:
     if not 0.0 <= qq <= 1.0:
         raise ValueError(f"sampling rate q must be in [0, 1], got q={q}")
     return qq
-
-
-def _up(x: float, rel: float = 4 * _EPS) -> float:
-    """x enlarged by a relative margin (x >= 0), never returning 0 for a positive truth."""
-    if x == math.inf:
-        return x
-    y = x * (1.0 + rel)
-    return math.nextafter(y, math.inf) if y > 0 else _TINY
 
 
 def _log_expm1_vec(c: np.ndarray) -> np.ndarray:
@@ -164,7 +157,7 @@ def _rdp_from_log_am1(log_am1: float, alpha: float) -> float:
         # subnormal results whose relative error is uncontrolled
         return math.exp(-700.0)
     log_a = _log1p_exp(log_am1)  # log A = log(1 + (A − 1)), monotone in A − 1
-    return _up(log_a / (alpha - 1.0), 8 * _EPS)  # three roundings (exp, log1p, division)
+    return inflate(log_a / (alpha - 1.0), 8 * _EPS)  # three roundings (exp, log1p, division)
 
 
 def _signed_log_sum_upper(logs: np.ndarray, signs: np.ndarray, mags: np.ndarray) -> np.ndarray:
@@ -223,7 +216,7 @@ def _laplace_scalar(alpha: float, lam: float) -> float:
     """Upper bound on the Laplace RDP at one order, λ = b/Δ [Mir17, Prop 6]."""
     a = 1.0 / lam
     if alpha == math.inf:
-        return _up(a)  # [Mir17, Prop 6] ε(∞) = Δ/b: pure DP
+        return inflate(a)  # [Mir17, Prop 6] ε(∞) = Δ/b: pure DP
     if a == 0:
         return 0.0
     if alpha == 1.0:
@@ -234,8 +227,8 @@ def _laplace_scalar(alpha: float, lam: float) -> float:
                 term *= -a / n
                 if n >= 2:
                     s += term
-            return _up(s, 1e-12)
-        return _up(a + math.expm1(-a), 1e-12)
+            return inflate(s, 1e-12)
+        return inflate(a + math.expm1(-a), 1e-12)
     h = alpha - 1.0
     if alpha * a <= 0.5:
         # A_α − 1 = [α·expm1(ha) + h·expm1(−αa)]/(α+h) (the [Mir17, Prop 6] bracket minus 1),
@@ -256,20 +249,20 @@ def _laplace_scalar(alpha: float, lam: float) -> float:
             # the series underflowed (λ beyond 1e100): the mechanism is a-DP, hence
             # (a²/2)-zCDP, so its RDP is at most αa²/2 [BS16, Prop 1.4]; below the normal
             # range the smallest normal double bounds it (as for the Gaussian above)
-            return max(_up(0.5 * alpha * a * a, 1e-12), _MIN_NORMAL)
+            return max(inflate(0.5 * alpha * a * a, 1e-12), _MIN_NORMAL)
         if x <= 0:
             raise NumericalError(f"Laplace RDP: non-positive series at alpha={alpha}, lam={lam}")
-        return _up(math.log1p(x) / h, 1e-12)
+        return inflate(math.log1p(x) / h, 1e-12)
     if h * a <= 700.0:
         # [Mir17, Prop 6] with 1 subtracted: X = [α·expm1(ha) + h·expm1(−αa)]/(α+h), where the
         # cancellation is at most a factor 15 for αa > 1/2 (A ≥ h(αa − 1 + e^{−αa}) ≥ 0.1 h·...).
         x = (alpha * math.expm1(h * a) + h * math.expm1(-alpha * a)) / (alpha + h)
         if x <= 0:
             raise NumericalError(f"Laplace RDP: non-positive value at alpha={alpha}, lam={lam}")
-        return _up(math.log1p(x) / h, 1e-12)
+        return inflate(math.log1p(x) / h, 1e-12)
     # log space for large (α−1)/λ: both terms positive, no cancellation.
     log_a = log_add(math.log(alpha) + h * a, math.log(h) - alpha * a) - math.log(alpha + h)
-    return _up(log_a / h, 1e-12)
+    return inflate(log_a / h, 1e-12)
 
 
 def rdp_laplace(orders, noise_multiplier: float) -> np.ndarray:
@@ -695,9 +688,9 @@ def rdp_subsampled_laplace(orders, q: float, noise_multiplier: float) -> np.ndar
     # [BBG18, Thm 8] pure ε = 1/λ amplified to log(1 + q(e^{1/λ} − 1)): bounds every order
     a_inv = 1.0 / lam
     if a_inv <= 1.0:
-        inf_bound = _up(math.log1p(qq * math.expm1(a_inv)), 8 * _EPS)
+        inf_bound = inflate(math.log1p(qq * math.expm1(a_inv)), 8 * _EPS)
     else:  # = 1/λ + log(q + (1−q)e^{−1/λ}), no overflow for tiny λ
-        inf_bound = _up(a_inv + math.log(qq + (1.0 - qq) * math.exp(-a_inv)), 8 * _EPS)
+        inf_bound = inflate(a_inv + math.log(qq + (1.0 - qq) * math.exp(-a_inv)), 8 * _EPS)
     ns = tuple(sorted({2 if a <= 2 else int(math.ceil(a)) for a in alphas
                        if a <= _MAX_SERIES_ORDER}))
     vals: dict[int, float] = {}
@@ -772,7 +765,7 @@ def epsilon_from_rdp(orders, rdp, log_delta: float, conversion: str = "improved"
         if rv == math.inf or a <= 1.0:
             continue
         if a == math.inf:
-            per[i] = _up(rv, 8 * _EPS) if rv > 0 else 0.0  # [Mir17, Prop 3] ∞-RDP is pure DP
+            per[i] = inflate(rv, 8 * _EPS) if rv > 0 else 0.0  # [Mir17, Prop 3] ∞-RDP is pure DP
             continue
         if ld >= 0.0:
             per[i] = 0.0  # δ ≥ 1: every mechanism is (0, δ)-DP

@@ -34,7 +34,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-_U = 2.0 ** -53
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
+
 _DPS = 40
 
 

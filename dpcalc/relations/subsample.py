@@ -47,9 +47,11 @@ from __future__ import annotations
 
 import math
 
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
+from dpcalc.numeric.directed import down as _down
+from dpcalc.numeric.directed import up as _up
 from dpcalc.numeric.logspace import NEG_INF, log1mexp, log_add, log_expm1
 
-_U = 2.0 ** -53
 _INF = math.inf
 SAMPLINGS = ("poisson", "without-replacement")
 RELATIONS = ("add-remove", "replace-one")
@@ -85,14 +87,6 @@ def _check_scheme(sampling: str, relation: str) -> None:
 def _two_sided(sampling: str, relation: str) -> bool:
     """True for the derived Poisson / replace-one form (b), False for log(1 + q(e^ε − 1))."""
     return sampling == "poisson" and relation == "replace-one"
-
-
-def _up(x: float) -> float:
-    return math.nextafter(x, _INF)
-
-
-def _down(x: float) -> float:
-    return math.nextafter(x, -_INF)
 
 
 def _softplus(y: float) -> float:
@@ -341,34 +335,3 @@ def _base_eps_two_sided(q: float, amplified_epsilon: float) -> float:
     # t = (b + √(b² + 4q²T)) / (2q); no cancellation since b >= 0
     t = (b + math.sqrt(b * b + 4.0 * q * q * big_t)) / (2.0 * q)
     return math.log(t)
-
-
-def max_base_log_delta(q: float, epsilon: float, log_amplified_delta: float,
-                       sampling: str = "poisson", relation: str = "add-remove") -> float:
-    """Largest base log δ (rounded down, certified by :func:`amplify`) with amplified δ ≤ target.
-
-    log(1 + q(e^ε − 1)) form: δ = δ'/q. Poisson / replace-one form:
-    δ = δ'(1 − q(1 − e^−ε)) / (q(1 + e^−ε)). Capped at 0 (δ ≤ 1).
-
-    References: BBG18, Thm 8; BBG18, Thm 9 (inverted in δ).
-    """
-    epsilon, _, q = _check(epsilon, 0.0, q, sampling, relation)
-    log_amplified_delta = float(log_amplified_delta)
-    if math.isnan(log_amplified_delta):
-        raise ValueError("log_amplified_delta must not be NaN")
-    if log_amplified_delta == NEG_INF:
-        return NEG_INF
-    log_q = math.log(q)
-    if _two_sided(sampling, relation):
-        factor = math.log1p(math.exp(-epsilon)) - (
-            _log_one_minus_q_b(q, log_q, epsilon) if epsilon > 0 else 0.0)
-    else:
-        factor = 0.0
-    value = min(log_amplified_delta - log_q - factor, 0.0)
-    value = _down(value - 8 * _U * (abs(value) + abs(log_q) + abs(factor) + 1.0))
-    for i in range(60):
-        _, ld = amplify(epsilon, value, q, sampling, relation)
-        if ld <= log_amplified_delta:
-            return value
-        value = _down(value - 2.0 ** (i - 50) * (abs(value) + 1.0))
-    return NEG_INF

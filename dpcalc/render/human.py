@@ -323,3 +323,8 @@ def plot(values: list, height: int = 8, width: int = 60) -> str:
         lines.append(label + line)
     lines.append("         └" + "─" * len(cols) + f"  epochs 1..{n}")
     return "\n".join(lines)
+
+
+def write(result: Result) -> None:
+    """``--format human``: the report on stdout (the renderer registry's entry point)."""
+    render(result, make_console())

@@ -68,3 +68,10 @@ def dumps(value: Any, indent: int = 2, _level: int = 0) -> str:
 def render(result: Result) -> str:
     """The whole ``--json`` output, newline-terminated."""
     return dumps(result_object(result)) + "\n"
+
+
+def write(result: Result) -> None:
+    """``--format json`` (``--json``): the object on stdout, never through rich."""
+    import sys
+
+    sys.stdout.write(render(result))

@@ -1,0 +1,151 @@
+"""The DP-SGD accountants behind one interface: T steps of the Poisson-subsampled Gaussian.
+
+Each accountant answers two questions, both as upper bounds, with a certified bracket where it
+has one (else None):
+
+- ``epsilon(q, σ, T, log δ, tolerance) -> (ε, bracket)``;
+- ``log_delta(q, σ, T, ε, tolerance) -> (log δ, bracket of log δ)``.
+
+The formulas live in ``dpcalc.relations.dpsgd`` and ``dpcalc.relations.pld`` (with their
+references: pld [GLW21], rdp [MTZ19; CKS20], moments [ACGMMTZ16], strong [BW18; BBG18; DRV10]);
+the registry ``dpcalc.methods.DPSGD`` names these objects, and ``evaluate`` applies the one
+fallback policy (``dpcalc.methods.FALLBACK``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DpsgdAccountant:
+    """ε(δ) and log δ(ε) of one accountant (see the module docstring)."""
+
+    name: str
+    epsilon: Callable
+    log_delta: Callable
+
+
+def pld_call(fn, *args):
+    """A PLD evaluation; float trouble outside its grid's range is "cannot certify" too.
+
+    The accountant then answers with the RDP bound and says so (as for PLDUncertifiable).
+    """
+    import warnings
+
+    from dpcalc.relations import pld
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = fn(*args)
+    except (ArithmeticError, ValueError) as exc:
+        raise pld.PLDUncertifiable(f"the PLD grid leaves the double range "
+                                   f"({type(exc).__name__})") from exc
+    pairs = [result] if isinstance(result, tuple) else [row[1:] for row in result]
+    if any(x != x or x == math.inf for pair in pairs for x in pair):  # NaN, or no finite bound
+        raise pld.PLDUncertifiable("the PLD bound is not finite here")
+    return result
+
+
+def _pld_epsilon(q, sigma, steps, log_delta, tolerance):
+    from dpcalc.relations import pld
+
+    lower, upper = pld_call(pld.epsilon_bounds, q, sigma, steps, log_delta, tolerance)
+    return upper, (lower, upper)
+
+
+def _pld_log_delta(q, sigma, steps, epsilon, tolerance):
+    from dpcalc.relations import pld
+
+    lower, upper = pld_call(pld.log_delta_bounds, q, sigma, steps, epsilon, tolerance)
+    return upper, (lower, upper)
+
+
+def _rdp_epsilon(q, sigma, steps, log_delta, tolerance):
+    from dpcalc.relations import dpsgd as rel
+
+    return rel.rdp_epsilon(q, sigma, steps, log_delta)[0], None
+
+
+def _rdp_log_delta(q, sigma, steps, epsilon, tolerance):
+    from dpcalc.relations import dpsgd as rel
+
+    return rel.rdp_log_delta(q, sigma, steps, epsilon), None
+
+
+def _moments_epsilon(q, sigma, steps, log_delta, tolerance):
+    from dpcalc.relations import dpsgd as rel
+
+    return rel.moments_epsilon(q, sigma, steps, log_delta)[0], None
+
+
+def _moments_log_delta(q, sigma, steps, epsilon, tolerance):
+    from dpcalc.relations import dpsgd as rel
+
+    return rel.moments_log_delta(q, sigma, steps, epsilon), None
+
+
+def _strong_epsilon(q, sigma, steps, log_delta, tolerance):
+    from dpcalc.relations import dpsgd as rel
+
+    return rel.strong_epsilon(q, sigma, steps, log_delta)[0], None
+
+
+def _strong_log_delta(q, sigma, steps, epsilon, tolerance):
+    """The smallest δ whose optimised ε meets the target (the one solver)."""
+    from dpcalc.relations import dpsgd as rel
+    from dpcalc.solve import smallest_passing
+
+    if rel.strong_epsilon(q, sigma, steps, math.log(0.5))[0] > epsilon:
+        return 0.0, None
+    d = smallest_passing(
+        lambda x: rel.strong_epsilon(q, sigma, steps, math.log(x))[0] <= epsilon,
+        low=0.0, high=0.5, low_open=True, name="δ", rtol=1e-9)
+    return math.log(d), None
+
+
+PLD = DpsgdAccountant("pld", _pld_epsilon, _pld_log_delta)
+RDP = DpsgdAccountant("rdp", _rdp_epsilon, _rdp_log_delta)
+MOMENTS = DpsgdAccountant("moments", _moments_epsilon, _moments_log_delta)
+STRONG = DpsgdAccountant("strong", _strong_epsilon, _strong_log_delta)
+
+
+def uncertifiable() -> type[Exception]:
+    """The exception by which an accountant says it cannot certify an answer."""
+    from dpcalc.relations.pld import PLDUncertifiable
+
+    return PLDUncertifiable
+
+
+def fallback_note(name: str, exc: Exception, question: str) -> str:
+    """The note that says an answer is the fallback's (``question``: epsilon or log_delta)."""
+    from dpcalc.methods import FALLBACK
+
+    assert (name, FALLBACK[name]) == ("pld", "rdp")  # the only fallback, worded for it
+    if question == "epsilon":
+        from dpcalc.relations import dpsgd as rel
+
+        return (f"the PLD grid cannot certify this δ ({exc}); the answer is the RDP "
+                f"accountant's (orders up to {int(max(rel._orders()))})")
+    return f"the PLD grid cannot certify this δ ({exc}); the answer is the RDP accountant's"
+
+
+def evaluate(name: str, question: str, q, sigma, steps, x, tolerance):
+    """(value, bracket or None, fallback note or "") of accountant ``name`` for ``question``
+    ("epsilon" at x = log δ, or "log_delta" at x = ε), under the fallback policy
+    (``dpcalc.methods.FALLBACK``): only an accountant listed there falls back, only when it
+    raises ``uncertifiable()``, and the note says so."""
+    from dpcalc.methods import DPSGD, FALLBACK
+
+    accountant = DPSGD[name].load()
+    if name not in FALLBACK:
+        return (*getattr(accountant, question)(q, sigma, steps, x, tolerance), "")
+    try:
+        return (*getattr(accountant, question)(q, sigma, steps, x, tolerance), "")
+    except uncertifiable() as exc:
+        note = fallback_note(name, exc, question)
+        other = DPSGD[FALLBACK[name]].load()
+        return getattr(other, question)(q, sigma, steps, x, tolerance)[0], None, note
