@@ -99,6 +99,8 @@ DPSGD = Registry(
     Method("moments", "ACGMMTZ16", "moments accountant, integer λ ≤ 32", f"{_A}:MOMENTS"),
     Method("strong", "DRV10", "per-step Gaussian, amplified, advanced composition",
            f"{_A}:STRONG"),
+    Method("shuffle", "DRS19", "--sampling shuffle: no-amplification upper bound beside the "
+           "attack's lower bound", "dpcalc.api.dpsgd_shuffle:solve_shuffle", selectable=False),
 )
 
 #: The one fallback policy. When an accountant cannot certify its answer (it raises

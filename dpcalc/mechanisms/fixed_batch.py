@@ -51,6 +51,7 @@ import math
 import numpy as np
 
 from dpcalc.mechanisms._mixture import MixturePair
+from dpcalc.numeric.directed import UNIT_ROUNDOFF
 
 DIRECTIONS = ("replace",)
 REFUSE_K = ("fixed-batch sampling with --examples-per-user > 1 has no established dominating "
@@ -104,7 +105,7 @@ class SymmetrisedPair:
                 return np.where(t < -0.6931, np.log1p(-np.exp(t)), np.log(-np.expm1(t)))
 
             def comp_err(t):
-                return err * np.exp(t) / -np.expm1(np.minimum(t, -1e-300)) + 4 * 2.0 ** -53
+                return err * np.exp(t) / -np.expm1(np.minimum(t, -1e-300)) + 4 * UNIT_ROUNDOFF
             # ℓ ≥ 0: upper tails are R's; ℓ < 0: lower tails are R's upper tails, swapped
             p_up = np.where(pos, pu, comp(qu))
             p_lo = np.where(pos, comp(pu), qu)

@@ -53,9 +53,9 @@ import math
 
 import numpy as np
 
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U  # noqa: E402
 from dpcalc.numeric.special import LOG_NDTR_ERR, log_ndtr
 
-_U = 2.0 ** -53
 RELATIONS = ("add-remove", "replace-one")
 
 
