@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dpcalc.relations import compose as c
+from dpcalc.relations import compose_group as cg
 
 LN = math.log
 
@@ -259,33 +260,33 @@ def test_optimal_upper_bounds_mpmath(eps, log_delta, k, frac):
 # ----------------------------------------------------------------------------------------------
 
 def test_seed_variants():
-    got = c.seed_variants(0.1, LN(1e-8), 100, LN(1e-5))
+    got = cg.seed_variants(0.1, LN(1e-8), 100, LN(1e-5))
     drv, _ = c.advanced_best(0.1, LN(1e-8), 100, LN(1e-5))
     assert got["che19_claim17_nonadaptive"] == pytest.approx(drv, rel=1e-14)  # ε ≤ ln 2
     assert got["che19_claim18_adaptive"] > got["che19_claim17_nonadaptive"]
     assert got["ubc_sqrt8k"] >= drv
     # large per-step ε: the √(8k) form drops kε(e^ε − 1) and is not valid there
-    got = c.seed_variants(1.0, LN(1e-8), 100, LN(1e-5))
+    got = cg.seed_variants(1.0, LN(1e-8), 100, LN(1e-5))
     assert "ubc_sqrt8k" not in got
     assert got["che19_claim17_nonadaptive"] == pytest.approx(
         100 * 1.0 + math.sqrt(200 * -LN(1e-5 - 1e-6)), rel=1e-12)
-    assert c.seed_variants(0.1, LN(1e-6), 100, LN(1e-4)) == {}  # kδ = total δ: no slack
+    assert cg.seed_variants(0.1, LN(1e-6), 100, LN(1e-4)) == {}  # kδ = total δ: no slack
 
 
 def test_group():
-    eps_g, log_d = c.group(1.0, LN(1e-6), 3)
+    eps_g, log_d = cg.group(1.0, LN(1e-6), 3)
     assert eps_g == 3.0
     textbook = 3 * math.e ** 2 * 1e-6
     assert textbook <= math.exp(log_d) <= textbook * (1 + 1e-12)
-    eps_g, log_d = c.group(1.0, LN(1e-6), 3, geometric=True)
+    eps_g, log_d = cg.group(1.0, LN(1e-6), 3, geometric=True)
     exact = 1e-6 * (1 + math.e + math.e ** 2)
     assert exact <= math.exp(log_d) <= exact * (1 + 1e-12)
-    assert c.group(0.0, LN(1e-6), 4)[1] == pytest.approx(LN(4e-6))
-    assert c.group(0.0, LN(1e-6), 4, geometric=True)[1] == pytest.approx(LN(4e-6))
+    assert cg.group(0.0, LN(1e-6), 4)[1] == pytest.approx(LN(4e-6))
+    assert cg.group(0.0, LN(1e-6), 4, geometric=True)[1] == pytest.approx(LN(4e-6))
     for geometric in (False, True):
-        big_eps, big_log_d = c.group(2.0, LN(1e-3), 500, geometric=geometric)
+        big_eps, big_log_d = cg.group(2.0, LN(1e-3), 500, geometric=geometric)
         assert big_eps == 1000.0 and big_log_d > 0  # δ_g >= 1 returned for the caller to reject
-        assert c.group(0.5, -math.inf, 10, geometric=geometric) == (5.0, -math.inf)
+        assert cg.group(0.5, -math.inf, 10, geometric=geometric) == (5.0, -math.inf)
 
 
 def test_basic_and_advanced_hetero():

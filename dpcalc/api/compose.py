@@ -50,7 +50,9 @@ class _Composition:
         """(ε, log δ) of one mechanism for the neighbouring relation in use (group privacy)."""
         if self.group is None or self.group == 1:
             return eps, log_d
-        return self.rel.group(eps, log_d, self.group)
+        from dpcalc.relations import compose_group
+
+        return compose_group.group(eps, log_d, self.group)
 
     def checked_per_mechanism(self, eps: float, log_d: float) -> tuple[float, float]:
         """``per_mechanism``, refusing a group δ >= 1 (no guarantee left to compose)."""
@@ -316,7 +318,6 @@ _SEED_NOTES = {
 def _compare(method: str, unknown: str, values: dict, group: int | None):
     """The same unknown by the other theorems (advanced with its slack optimised), and the
     seed texts' advanced-composition variants for a total ε."""
-    from dpcalc.relations import compose as rel
 
     for other in METHODS:
         if other == method:
@@ -327,7 +328,9 @@ def _compare(method: str, unknown: str, values: dict, group: int | None):
         except comparison_failures() as exc:
             yield Comparison(other, None, REFS[_REF[other]].short, failure_note(exc))
     if unknown == "total_epsilon" and group in (None, 1):
-        variants = rel.seed_variants(values["epsilon"], log_of(values["delta"]), values["k"],
+        from dpcalc.relations.compose_group import seed_variants
+
+        variants = seed_variants(values["epsilon"], log_of(values["delta"]), values["k"],
                                      log_of(values["total_delta"]))
         for name, v in variants.items():
             key, note = _SEED_NOTES[name]
