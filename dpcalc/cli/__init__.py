@@ -17,7 +17,7 @@ from dpcalc import __version__
 from dpcalc.cli import _streams
 from dpcalc.errors import DpcalcError, ExitStatus
 
-COMMANDS = ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd")
+COMMANDS = ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd", "batch")
 
 
 def _reject_repeats(command, ctx, args: list[str]) -> None:
