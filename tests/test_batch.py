@@ -282,3 +282,33 @@ def test_batch_lines_match_the_schema():
     for obj in out[2:]:
         assert not list(error.iter_errors(obj)), obj
         assert list(answer.iter_errors(obj))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_progress_bar_on_a_terminal_leaves_stdout_intact():
+    """stderr a terminal: a progress bar there, and the answers still on stdout, one a line
+    (rich's Progress would otherwise capture stdout and re-wrap it onto the terminal)."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    text = ('{"command": "laplace", "scale": 2, "id": 1}\n'
+            '{"command": "gaussian", "sigma": 2, "delta": 1e-5, "id": 2}\n')
+    try:
+        proc = subprocess.run([DPCALC, "batch"], input=text.encode(), stdout=subprocess.PIPE,
+                              stderr=slave, timeout=120, env={**os.environ, "COLUMNS": "60"})
+        os.close(slave)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0
+    assert [o["id"] for o in lines_of(proc)] == [1, 2]
+    assert b"answering" in shown and b'"command"' not in shown

@@ -129,7 +129,8 @@ class _Progress:
             from rich.console import Console
             from rich.progress import Progress
 
-            self._bar = Progress(console=Console(stderr=True), transient=True)
+            self._bar = Progress(console=Console(stderr=True), transient=True,
+                                 redirect_stdout=False, redirect_stderr=False)
             self._bar.start()
             self._task = self._bar.add_task("dpcalc: answering", total=self.total)
         return self
