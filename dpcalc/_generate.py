@@ -119,6 +119,10 @@ def _help_blocks(help_text: str) -> list[str]:
 def _option_lines(command: str, param) -> list[str]:
     from dpcalc.cli._completion import choices
 
+    if param.param_type_name == "argument":  # a positional argument (batch's [FILE|-])
+        return [".TP", f"\\fB{_esc(param.opts[0])}\\fR \\fI{_esc(param.metavar or '')}\\fR",
+                _esc(_words(getattr(param, "help", None) or ""))]
+
     names = ", ".join(f"\\fB{_esc(n)}\\fR" for n in [*param.opts, *param.secondary_opts])
     values = choices(command, param.opts[0])
     if param.is_flag:

@@ -74,7 +74,8 @@ def test_every_single_value_option_of_every_command_refuses_a_repeat():
             if param.multiple or param.name == "help":
                 continue
             opt = param.opts[0]
-            args = [name, opt, opt] if param.is_flag else [name, opt, "1", opt, "1"]
+            flag = getattr(param, "is_flag", False)  # batch has an argument too
+            args = [name, opt, opt] if flag else [name, opt, "1", opt, "1"]
             code = main(args)
             assert code == 2, (name, opt)
 

@@ -91,7 +91,8 @@ def complete_bash(monkeypatch, capsys, line: str) -> list[str]:
 
 
 @pytest.mark.parametrize("line,expected", [
-    ("dpcalc ", ["gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd"]),
+    ("dpcalc ", ["gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd",
+                 "batch"]),
     ("dpcalc gau", ["gaussian"]),
     ("dpcalc dpsgd --acc", ["--accountant"]),
     ("dpcalc gaussian --method ", ["analytic", "classic", "chernoff", "rdp", "zcdp"]),

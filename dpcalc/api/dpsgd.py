@@ -58,6 +58,27 @@ SIGMA_EVAL_MAX = 1e6
 SIGMA_SOLVE_MIN = 1e-3
 
 
+#: Accountings shared between the questions of a batch (``shared_accounting``): None when off.
+#: Keyed by everything an evaluation depends on, so a shared answer is the one a fresh run
+#: computes (the same bracket, the same fallback note).
+_SHARED: dict | None = None
+
+
+class shared_accounting:  # noqa: N801 - used as a context manager, reads like a function
+    """Within this block every ``Accountant`` evaluates each (accountant, tolerance, q, σ,
+    steps, δ or ε) point once, across calls: ``dpcalc batch`` asks many questions about the
+    same mechanisms (several lines, and each line's comparison rows)."""
+
+    def __enter__(self):
+        global _SHARED
+        self._outer = _SHARED
+        if _SHARED is None:
+            _SHARED = {}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _SHARED
+        _SHARED = self._outer
 
 
 class Accountant:
@@ -84,9 +105,16 @@ class Accountant:
         sigma = self._evaluated_sigma(sigma)
         key = (q, sigma, steps, log_delta)
         if key not in self._seen:
-            self.fallback_note = ""
-            self._seen[key] = self._epsilon(q, sigma, steps, log_delta)
-            self._notes[key] = self.fallback_note
+            shared_key = ("epsilon", self.name, self.tolerance, *key)
+            if _SHARED is not None and shared_key in _SHARED:
+                self._seen[key], self._notes[key] = _SHARED[shared_key]
+            else:
+                self.fallback_note = ""
+                self._seen[key] = self._epsilon(q, sigma, steps, log_delta)
+                self._notes[key] = self.fallback_note
+                if _SHARED is not None:
+                    _SHARED[shared_key] = (self._seen[key], self._notes[key])
+            self.fallback_note = self._notes[key]
         return self._seen[key]
 
     def note_at(self, q: float, sigma: float, steps: int, log_delta: float) -> str:
@@ -107,9 +135,25 @@ class Accountant:
     def log_delta(self, q: float, sigma: float, steps: int,
                   epsilon: float) -> tuple[float, tuple[float, float] | None]:
         """(upper bound on log δ, certified bracket of log δ or None)."""
+        sigma = self._evaluated_sigma(sigma)
+        if _SHARED is None:
+            return self._log_delta(q, sigma, steps, epsilon)
+        key = ("log_delta", self.name, self.tolerance, q, sigma, steps, epsilon)
+        if key not in _SHARED:
+            before, self.fallback_note = self.fallback_note, ""
+            got = self._log_delta(q, sigma, steps, epsilon)
+            _SHARED[key] = (got, self.fallback_note)
+            if not self.fallback_note:  # as without sharing: a note is only ever set here
+                self.fallback_note = before
+        got, note = _SHARED[key]
+        if note:
+            self.fallback_note = note
+        return got
+
+    def _log_delta(self, q: float, sigma: float, steps: int,
+                   epsilon: float) -> tuple[float, tuple[float, float] | None]:
         from dpcalc.accountants.dpsgd import evaluate
 
-        sigma = self._evaluated_sigma(sigma)
         value, bounds, note = evaluate(self.name, "log_delta", q, sigma, steps, epsilon,
                                        self.tolerance)
         self.fallback_note = note or self.fallback_note

@@ -118,7 +118,7 @@ def _root(
 
 # The commands, registered explicitly in the contract's order (the order of --help). The
 # command modules import nothing from this one: importing them registers nothing by itself.
-from dpcalc.cli import compose, dpsgd, gaussian, laplace, rdp, subsample  # noqa: E402
+from dpcalc.cli import batch, compose, dpsgd, gaussian, laplace, rdp, subsample  # noqa: E402
 
 REGISTRY = (
     ("gaussian", gaussian.gaussian),
@@ -127,6 +127,7 @@ REGISTRY = (
     ("subsample", subsample.subsample),
     ("rdp", rdp.rdp),
     ("dpsgd", dpsgd.dpsgd),
+    ("batch", batch.batch),
 )
 for _name, _function in REGISTRY:
     app.command(_name)(_function)

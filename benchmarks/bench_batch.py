@@ -1,0 +1,73 @@
+"""``dpcalc batch`` throughput (issue 13): N dpsgd ε questions, whole process.
+
+    .venv/bin/python benchmarks/bench_batch.py [--lines 10000] [--seed 13] [--compare-off]
+        [--write FILE]
+
+Generates N lines with a fixed seed — σ log-uniform in [0.5, 10], q log-uniform in
+[1e-4, 0.1], epochs uniform in [1, 200] (integers), δ = 1e-5, ε asked — runs them through the
+installed ``dpcalc batch`` next to this interpreter, and prints wall and CPU time (user + sys
+of the child), lines per second, and the exit status. ``--compare-off`` adds
+``"compare": false`` (no comparison rows: the --value evaluation). Goal (issue 13): 10,000
+lines in <= 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def questions(n: int, seed: int, compare: bool) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        line = {"command": "dpsgd",
+                "q": float(f"{10 ** rng.uniform(-4, -1):.3g}"),
+                "sigma": float(f"{10 ** rng.uniform(math.log10(0.5), 1):.3g}"),
+                "epochs": rng.randint(1, 200), "delta": 1e-5, "id": i}
+        if not compare:
+            line["compare"] = False
+        out.append(json.dumps(line))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lines", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--compare-off", action="store_true")
+    parser.add_argument("--write", help="also keep the generated questions in this file")
+    args = parser.parse_args()
+    exe = str(Path(sys.executable).parent / "dpcalc")
+    text = "\n".join(questions(args.lines, args.seed, not args.compare_off)) + "\n"
+    if args.write:
+        Path(args.write).write_text(text)
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as handle:
+        handle.write(text)
+    try:
+        before = os.times()
+        start = time.perf_counter()
+        proc = subprocess.run([exe, "batch", handle.name], capture_output=True)
+        wall = time.perf_counter() - start
+        after = os.times()
+    finally:
+        os.unlink(handle.name)
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system)
+    answers = proc.stdout.decode().splitlines()
+    errors = sum(1 for a in answers if '"error"' in a[:200] and '"exit_status"' in a)
+    print(f"{args.lines} lines (seed {args.seed}, compare {'off' if args.compare_off else 'on'}):"
+          f" wall {wall:.1f} s, CPU {cpu:.1f} s, {args.lines / wall:.1f} lines/s, "
+          f"exit {proc.returncode}, {len(answers)} answers, {errors} error lines")
+
+
+if __name__ == "__main__":
+    main()
