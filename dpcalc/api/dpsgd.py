@@ -335,21 +335,32 @@ def _solve(acc: Accountant, unknown: str, values: dict):
         return exp_up(log_value), bounds
     if unknown == "sigma":
         steps = steps_of(values, q)
-        guess, guess_rtol, rtol = None, 1e-9, 1e-9
-        if acc.name == "pld":
-            # The PLD bound is only 1e-3 tight, so 2e-5 on σ is plenty; seed the bracket with
-            # a secant root of the continuous upper bound (any guess is safe: holds decides).
-            guess, guess_rtol = _pld_sigma_guess(acc, q, steps, eps, log_d)
-            rtol = 2e-5
+        # seed the bracket with a secant root of the continuous upper bound (any guess is
+        # safe: holds decides, and the solver returns the passing side)
+        rtol = 2e-5 if acc.name == "pld" else 1e-9  # the PLD bound is only 1e-3 tight
+        guess, guess_rtol = _sigma_guess(acc, q, steps, eps, log_d,
+                                         5e-6 if acc.name == "pld" else 2e-10)
         # low_open: the floor is not probed first (a bisection towards it returns a point
         # that passes, just above it, when it passes too)
         return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d),
                                 low=SIGMA_SOLVE_MIN, high=SIGMA_EVAL_MAX, low_open=True,
                                 name="σ", rtol=rtol,
                                 guess=guess, guess_rtol=guess_rtol), None
+    if unknown in ("steps", "epochs"):
+        guess = _steps_guess(acc, q, sigma, eps, log_d)
     if unknown == "steps":
         return largest_passing_int(lambda n: acc.holds(q, sigma, n, eps, log_d), low=1,
-                                   name="steps", high=MAX_STEPS), None
+                                   name="steps", high=MAX_STEPS, guess=guess), None
+    if unknown == "epochs" and guess is not None and guess * q >= 2:
+        # the largest whole epochs e with ⌈e/q⌉ steps passing: monotone in e, so the same
+        # answer as ⌊most·q⌋ below, with a few evaluations around the guess
+        top = math.floor(Fraction(MAX_STEPS) * Fraction(q))
+        try:
+            return largest_passing_int(
+                lambda e: acc.holds(q, sigma, steps_for(e, q), eps, log_d), low=1,
+                name="epochs", high=top, guess=min(max(1, math.floor(guess * q)), top)), None
+        except InfeasibleError:
+            pass  # not even one epoch: the steps search below says how many steps fit
     if unknown == "epochs":
         most = largest_passing_int(lambda n: acc.holds(q, sigma, n, eps, log_d), low=1,
                                    name="steps", high=MAX_STEPS)
@@ -372,29 +383,85 @@ def _solve(acc: Accountant, unknown: str, values: dict):
                               f"than {MAX_STEPS:.0e} steps)") from None
 
 
-def _pld_sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
-                     log_delta: float) -> tuple[float | None, float]:
+def _steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
+                 log_delta: float) -> int | None:
+    """An estimate of the largest passing step count for the PLD (None for the others).
+
+    The RDP accountant's exact answer (its per-step RDP is computed once per (q, σ), so each
+    of its probes is cheap) seeds a secant on log T ↦ log ε_upper(T) of the PLD; any guess is
+    safe: the integer solver checks the guess and its neighbour with ``holds``.
+    """
+    if acc.name != "pld" or epsilon <= 0:
+        return None
+    rdp = Accountant("rdp", acc.tolerance)
+    try:
+        t0 = largest_passing_int(lambda n: rdp.holds(q, sigma, n, epsilon, log_delta), low=1,
+                                 name="steps", high=MAX_STEPS)
+    except InfeasibleError:
+        return None
+
+    def f(x: float) -> float:
+        n = min(max(1, round(math.exp(x))), MAX_STEPS)
+        return math.log(acc.epsilon(q, sigma, n, log_delta)[0]) - math.log(epsilon)
+
+    try:
+        x0 = math.log(t0)
+        f0 = f(x0)
+        x1 = x0 + 0.02 if f0 < 0 else x0 - 0.02
+        for _ in range(6):
+            f1 = f(x1)
+            if f1 == f0 or not math.isfinite(f1):
+                break
+            step = f1 * (x1 - x0) / (f1 - f0)
+            x0, f0, x1 = x1, f1, x1 - max(-1.0, min(1.0, step))
+            if abs(step) < 2e-4:
+                break
+        return min(max(1, math.floor(math.exp(x1))), MAX_STEPS)
+    except (ArithmeticError, ValueError):
+        return None
+
+
+def _sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
+                 log_delta: float, stop: float) -> tuple[float | None, float]:
     """Secant iteration on log σ ↦ log ε_upper(σ) towards the target ε: (guess, its accuracy).
 
-    Each PLD evaluation can cost seconds, so the secant runs until its own estimate of the
-    distance to the root is below 5e-6 in log σ; the solver then needs only the neighbouring
-    point to certify the answer (any guess is safe: ``holds`` decides).
+    The secant runs until its own estimate of the distance to the root is below ``stop`` in
+    log σ; the solver then needs only the neighbouring point to certify the answer (any guess
+    is safe: ``holds`` decides). Every evaluation is memoised in ``acc``, so the solver reuses
+    the secant's points.
     """
     if epsilon <= 0:
         return None, 1e-4
-    # seed: the moments-accountant scaling σ ≈ q√(2T ln(1/δ))/ε [ACGMMTZ16]
-    x0 = math.log(max(0.5, q * math.sqrt(2.0 * steps * -log_delta) / epsilon))
+    from dpcalc.relations import dpsgd as rel
+
+    # seed: the Gaussian-DP CLT for the PLD (close to it when q is small) [DRS19], else the
+    # moments-accountant scaling σ ≈ q√(2T ln(1/δ))/ε [ACGMMTZ16]
+    clt = rel.clt_sigma_guess(q, steps, epsilon, log_delta) if acc.name == "pld" else None
+    first = 0.01 if clt is not None else 0.05
+    x0 = math.log(clt if clt is not None else
+                  max(0.5, q * math.sqrt(2.0 * steps * -log_delta) / epsilon))
+
+    def f(x: float) -> float:
+        if not -7.0 < x < 13.8:  # σ outside [1e-3, 1e6]: the solver's own bracket decides
+            raise ValueError("outside the σ range")
+        return math.log(acc.epsilon(q, math.exp(x), steps, log_delta)[0]) - math.log(epsilon)
+
     try:
-        f0 = math.log(acc.epsilon(q, math.exp(x0), steps, log_delta)[0]) - math.log(epsilon)
-        x1 = x0 - 0.05 if f0 > -0.05 else x0 + 0.05
-        for _ in range(10):
-            f1 = math.log(acc.epsilon(q, math.exp(x1), steps, log_delta)[0]) - math.log(epsilon)
-            if f1 == f0:
+        f0 = f(x0)
+        for _ in range(12):  # no finite bound yet (e.g. strong composition): more noise
+            if math.isfinite(f0):
+                break
+            x0 += 1.0
+            f0 = f(x0)
+        x1 = x0 - first if f0 > -first else x0 + first
+        for _ in range(12):
+            f1 = f(x1)
+            if f1 == f0 or not math.isfinite(f1):
                 break
             step = f1 * (x1 - x0) / (f1 - f0)  # the secant's distance from x1 to the root
-            if abs(step) < 5e-6:
-                return math.exp(x1), max(4.0 * abs(step), 1e-8)
-            x0, f0, x1 = x1, f1, x1 - step
+            if abs(step) < stop:
+                return math.exp(x1), max(4.0 * abs(step), 2e-9 if stop < 1e-9 else 1e-8)
+            x0, f0, x1 = x1, f1, x1 - max(-2.0, min(2.0, step))
         return math.exp(x1), 1e-4
     except (ArithmeticError, ValueError):
         return None, 1e-4

@@ -100,3 +100,36 @@ def moments_log_delta(q: float, sigma: float, steps: int, epsilon: float) -> flo
     from dpcalc.relations import moments
 
     return moments.moments_log_delta(q, sigma, steps, epsilon)[0]
+
+
+def clt_sigma_guess(q: float, steps: int, epsilon: float, log_delta: float) -> float | None:
+    """An estimate (not a bound) of the σ that meets (ε, δ), from the Gaussian-DP CLT.
+
+    T steps at rate q are approximately μ-GDP with μ = q√(T(e^{1/σ²} − 1)) [DRS19, Sec 5,
+    CLT for subsampled composition]; μ-GDP gives δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)
+    [DRS19, Cor 2.13]. Used only to seed a solver whose answer is certified on its own;
+    None when the estimate leaves the double range.
+    """
+    if not (epsilon > 0 and math.isfinite(log_delta) and log_delta > -700 and 0 < q <= 1):
+        return None
+
+    def log_delta_of(mu: float) -> float:
+        phi_a = 0.5 * math.erfc((epsilon / mu - mu / 2) / math.sqrt(2.0))  # [DRS19, Cor 2.13]
+        phi_b = 0.5 * math.erfc((epsilon / mu + mu / 2) / math.sqrt(2.0))
+        d = phi_a - math.exp(epsilon) * phi_b
+        return math.log(d) if d > 0 else -math.inf
+
+    lo, hi = 1e-8, 1e3
+    if log_delta_of(hi) <= log_delta:
+        return None
+    for _ in range(80):  # bisection in log μ: δ(ε) increases with μ
+        mid = math.sqrt(lo * hi)
+        if log_delta_of(mid) > log_delta:
+            hi = mid
+        else:
+            lo = mid
+    ratio = lo * lo / (q * q * steps)  # μ² = q²T(e^{1/σ²} − 1)  [DRS19, Sec 5]
+    if not 0 < ratio < math.inf:
+        return None
+    sigma = 1.0 / math.sqrt(math.log1p(ratio))
+    return sigma if math.isfinite(sigma) and sigma > 0 else None
