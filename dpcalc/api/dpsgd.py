@@ -177,7 +177,7 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
           tolerance: object = 1e-3, curve: bool = False, solve_for: str | None = None,
           compare: bool = True, fpr: object = None, tpr: object = None,
           sampling: str | None = None, relation: str | None = None,
-          examples_per_user: object = None) -> Result:
+          examples_per_user: object = None, curve_accountants: object = None) -> Result:
     """DP-SGD accounting: Poisson rate q, noise multiplier σ, T = ⌈epochs/q⌉ steps.
 
     Solves ε or δ (guarantees, upper bounds), σ (smallest that meets the target), or the
@@ -194,6 +194,11 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     """
     check_choice(accountant, ACCOUNTANTS, "--accountant")
     from dpcalc.api import _risk
+    from dpcalc.api.dpsgd_curve import parse_curve_accountants
+
+    # the other accountants' curves, plotted beside the main one (implies --curve)
+    curve_others = parse_curve_accountants(curve_accountants, accountant)
+    curve = curve or bool(curve_others)
     from dpcalc.api.dpsgd_runs import scheme_of
 
     # how the run samples its batches (CONTRACT "How the run samples its batches")
@@ -207,6 +212,9 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
                          "neighbours and one example per user; this run is "
                          f"--sampling {scheme.sampling} --relation {scheme.relation} "
                          f"--examples-per-user {scheme.k}")
+    if curve_others and (target is not None or not scheme.is_default):
+        raise UsageError("--curve-accountants is available for --sampling poisson with "
+                         "add-remove neighbours and one example per user, without --tpr")
     if target is not None:
         from dpcalc.api._risk_dpsgd import dpsgd_for_tpr
 
@@ -284,6 +292,10 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
             for point in extra["curve"]:
                 if point["steps"] == values["steps"]:
                     point["epsilon"] = min(point["epsilon"], value)
+        if curve_others:
+            from dpcalc.api.dpsgd_curve import add_comparison_curves
+
+            add_comparison_curves(extra["curve"], curve_others, values, tol)
     direction = "upper" if unknown.name in ("epsilon", "delta", "sigma") else "lower"
     result = Result(
         command="dpsgd", solved_for=unknown.name, value=value, parameters=parameters,
