@@ -351,7 +351,7 @@ def _solve(acc: Accountant, unknown: str, values: dict):
         # safe: holds decides, and the solver returns the passing side)
         rtol = 2e-5 if acc.name == "pld" else 1e-9  # the PLD bound is only 1e-3 tight
         guess, guess_rtol = _sigma_guess(acc, q, steps, eps, log_d,
-                                         5e-6 if acc.name == "pld" else 2e-10)
+                                         8e-6 if acc.name == "pld" else 2e-10)
         # low_open: the floor is not probed first (a bisection towards it returns a point
         # that passes, just above it, when it passes too)
         return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d),
@@ -433,6 +433,18 @@ def _steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
         return None
 
 
+def _clt_slope(q: float, steps: int, epsilon: float, log_delta: float) -> float | None:
+    """d log ε / d log σ of the Gaussian-DP CLT estimate [DRS19] (None when undefined)."""
+    from dpcalc.relations import dpsgd as rel
+
+    hi = rel.clt_sigma_guess(q, steps, epsilon * 1.01, log_delta)
+    lo = rel.clt_sigma_guess(q, steps, epsilon / 1.01, log_delta)
+    if hi is None or lo is None or hi == lo:
+        return None
+    slope = 2.0 * math.log(1.01) / (math.log(hi) - math.log(lo))
+    return slope if slope < 0 and math.isfinite(slope) else None
+
+
 def _sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
                  log_delta: float, stop: float) -> tuple[float | None, float]:
     """Secant iteration on log σ ↦ log ε_upper(σ) towards the target ε: (guess, its accuracy).
@@ -465,14 +477,23 @@ def _sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
                 break
             x0 += 1.0
             f0 = f(x0)
-        x1 = x0 - first if f0 > -first else x0 + first
+        # first step: Newton with the CLT's own slope d log ε / d log σ when there is one
+        # (the CLT's error is a slowly varying factor), else a fixed step towards the root
+        slope = _clt_slope(q, steps, epsilon, log_delta) if clt is not None else None
+        if slope is not None and abs(f0) > 1e-6:
+            x1 = x0 - max(-0.2, min(0.2, f0 / slope))
+        else:
+            x1 = x0 + first if f0 > 0 else x0 - first
         for _ in range(12):
             f1 = f(x1)
             if f1 == f0 or not math.isfinite(f1):
                 break
             step = f1 * (x1 - x0) / (f1 - f0)  # the secant's distance from x1 to the root
             if abs(step) < stop:
-                return math.exp(x1), max(4.0 * abs(step), 2e-9 if stop < 1e-9 else 1e-8)
+                # the root lies about ``step`` from x1 (the secant converges superlinearly):
+                # the solver's first probe, 2·|step| beyond it, is then on the other side
+                return math.exp(x1), max(2.0 * abs(step) + stop / 8,
+                                         2e-9 if stop < 1e-9 else 1e-8)
             x0, f0, x1 = x1, f1, x1 - max(-2.0, min(2.0, step))
         return math.exp(x1), 1e-4
     except (ArithmeticError, ValueError):
