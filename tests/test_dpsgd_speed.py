@@ -144,3 +144,26 @@ def test_every_output_mode_gives_the_same_solved_epochs():
     js = subprocess.run(args + ["--json"], capture_output=True, text=True, check=True)
     val = subprocess.run(args + ["--value"], capture_output=True, text=True, check=True)
     assert json.loads(js.stdout)["value"] == int(val.stdout.strip())
+
+
+def test_q_solve_with_steps_given_is_tight_with_few_evaluations(monkeypatch):
+    counts = _count_evaluations(monkeypatch)
+    r = api.dpsgd(sigma=2.0, steps=3000, epsilon=1.0, delta=1e-5)
+    assert counts["pld"] <= 8 and max(counts.values()) <= 16, counts  # bisection: ~37
+    ld = math.log(r.parameters["delta"])
+    assert pld.epsilon_bounds(r.value, 2.0, 3000, ld)[1] <= 1.0
+    assert pld.epsilon_bounds(r.value * (1 + 2e-7), 2.0, 3000, ld)[1] > 1.0
+    for c in r.comparison:
+        fn = {"rdp": rel.rdp_epsilon, "moments": rel.moments_epsilon,
+              "strong": rel.strong_epsilon}[c.method]
+        assert fn(c.value, 2.0, 3000, ld)[0] <= 1.0
+        assert fn(c.value * (1 + 3e-9), 2.0, 3000, ld)[0] > 1.0
+
+
+def test_clt_guesses_are_close_to_the_pld_answers():
+    # seeds only (the solver certifies), but a seed within a few percent saves evaluations
+    sigma = rel.clt_sigma_guess(0.01, 10000, 1.0, LOG_1E5)
+    assert sigma == pytest.approx(3.8131, rel=0.02)
+    q = rel.clt_q_guess(2.0, 1.0, LOG_1E5, steps=3000)
+    assert q == pytest.approx(0.009022, rel=0.05)
+    assert rel.clt_sigma_guess(0.01, 10000, 1.0, -800.0) is None

@@ -385,9 +385,17 @@ def _solve(acc: Accountant, unknown: str, values: dict):
     # q: the largest rate (steps follow from epochs when epochs were given); a rate below
     # epochs/MAX_STEPS would need more steps than dpcalc accounts for
     low = 0.0 if "steps" in values else float(Fraction(values["epochs"]) / MAX_STEPS)
+    # with the steps given, ε rises smoothly with q: the PLD bound is only 1e-3 tight, so 1e-7
+    # on q is plenty, from a secant guess. (With the epochs given, steps = ⌈epochs/q⌉ jumps
+    # with q and the search keeps its bisection from scratch, the same answer as before.)
+    rtol, guess, guess_rtol = 1e-9, None, 1e-9
+    if "steps" in values:
+        rtol = 1e-7 if acc.name == "pld" else 1e-9
+        guess, guess_rtol = _q_guess(acc, values, eps, log_d, low, rtol / 4)
     try:
         return largest_passing(lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
-                               low=low, high=1.0, high_open=False, name="q", rtol=1e-9), None
+                               low=low, high=1.0, high_open=False, name="q", rtol=rtol,
+                               guess=guess, guess_rtol=guess_rtol), None
     except InfeasibleError:
         if low == 0.0:
             raise
@@ -431,6 +439,43 @@ def _steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
         return min(max(1, math.floor(math.exp(x1))), MAX_STEPS)
     except (ArithmeticError, ValueError):
         return None
+
+
+def _q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
+             low: float, stop: float) -> tuple[float | None, float]:
+    """Secant iteration on log q ↦ log ε_upper(q) towards the target, seeded by the
+    Gaussian-DP CLT [DRS19]: (guess, its accuracy), or (None, 1e-4) without a seed. Any guess
+    is safe: ``holds`` decides, and the solver returns the passing side."""
+    from dpcalc.relations import dpsgd as rel
+
+    sigma = acc._evaluated_sigma(values["sigma"])
+    seed = rel.clt_q_guess(sigma, epsilon, log_delta, steps=values.get("steps"),
+                           epochs=values.get("epochs"))
+    if seed is None or not low < seed < 1.0:
+        return None, 1e-4
+
+    def f(x: float) -> float:
+        r = math.exp(x)
+        if not low < r <= 1.0:
+            raise ValueError("outside the q range")
+        n = values["steps"] if "steps" in values else steps_for(values["epochs"], r)
+        return math.log(acc.epsilon(r, sigma, n, log_delta)[0]) - math.log(epsilon)
+
+    try:
+        x0 = math.log(seed)
+        f0 = f(x0)
+        x1 = x0 - 0.01 if f0 > 0 else min(x0 + 0.01, 0.0)
+        for _ in range(12):
+            f1 = f(x1)
+            if f1 == f0 or not math.isfinite(f1):
+                break
+            step = f1 * (x1 - x0) / (f1 - f0)
+            if abs(step) < stop:
+                return math.exp(x1), max(2.0 * abs(step) + stop / 8, 2e-9)
+            x0, f0, x1 = x1, f1, min(x1 - max(-1.0, min(1.0, step)), 0.0)
+        return math.exp(x1), 1e-4
+    except (ArithmeticError, ValueError):
+        return None, 1e-4
 
 
 def _clt_slope(q: float, steps: int, epsilon: float, log_delta: float) -> float | None:
