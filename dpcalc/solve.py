@@ -190,11 +190,28 @@ def largest_passing_int(holds: Callable[[int], bool | None], *, low: int, name: 
         InfeasibleError: ``holds(low)`` fails, or every n up to 2**62 passes.
     """
     cap = high if high is not None else 2**62
-    if holds(low) is not True:
-        raise InfeasibleError(f"even {name} = {low} does not meet the target")
-    ok = low
-    step = max(1, (guess - low) if guess is not None and guess > low else 1)
-    while True:
+    if guess is not None and low < guess < cap:
+        # gallop outwards from the guess in steps 1, 2, 4, ...: a guess d off costs about
+        # 2·log2(d) evaluations, an exact one two (the guess and the next integer)
+        if holds(guess) is True:
+            ok, step = guess, 1
+        else:
+            fail, step = guess, 1
+            while True:
+                probe = max(fail - step, low)
+                if holds(probe) is True:
+                    ok = probe
+                    break
+                if probe == low:
+                    raise InfeasibleError(f"even {name} = {low} does not meet the target")
+                fail, step = probe, step * 2
+            step = 0  # bracketed: [ok, fail)
+    else:
+        if holds(low) is not True:
+            raise InfeasibleError(f"even {name} = {low} does not meet the target")
+        ok = low
+        step = max(1, (guess - low) if guess is not None and guess > low else 1)
+    while step:
         probe = min(ok + step, cap)
         if probe == ok:
             return ok

@@ -56,6 +56,7 @@ CASES = [
     ("rdp --sigma 20 --epsilon 2 --delta 1e-5", "steps"),
     ("rdp --sigma 2 --steps 10 --delta 1e-5 --mechanism laplace", "epsilon"),
     ("dpsgd --q 0.1 --sigma 2 --epochs 2 --delta 1e-5 --curve", "epsilon"),
+    ("dpsgd --q 0.1 --sigma 2 --epochs 3 --delta 1e-5 --curve-accountants all", "epsilon"),
     ("dpsgd --q 0.1 --sigma 2 --epochs 1 --epsilon 2", "delta"),
     ("dpsgd --q 0.1 --epochs 1 --epsilon 2 --delta 1e-5 --accountant rdp", "sigma"),
     ("dpsgd --sigma 2 --epochs 1 --epsilon 1 --delta 1e-5 --accountant rdp", "q"),

@@ -55,7 +55,13 @@ def dpsgd(
     examples_per_user: param("User-level privacy: a user holds up to K examples (default 1).",
                              "--examples-per-user", panel=METHOD) = None,
     curve: Annotated[bool, typer.Option(
-        "--curve", help="Also show ε after each epoch.", rich_help_panel=OUTPUT)] = False,
+        "--curve", help="Also show ε after each epoch (every epoch up to 100 epochs, then "
+        "100 evenly spaced epochs).", rich_help_panel=OUTPUT)] = False,
+    curve_accountants: Annotated[str | None, typer.Option(
+        "--curve-accountants", help="Also plot these accountants' ε curves as separate "
+        "series (implies --curve): a comma-separated list of pld, rdp, moments, strong, or "
+        "all; e.g. --accountant moments --curve-accountants strong redraws Figure 2 of Abadi "
+        "et al.", rich_help_panel=OUTPUT, show_default=False)] = None,
     solve_for: solve_for_option(SOLVE_FOR) = None,
     json: Json = False,
     value: Value = False,
@@ -81,6 +87,7 @@ def dpsgd(
                        accountant=accountant, tolerance=1e-3 if tolerance is None else tolerance,
                        curve=curve, solve_for=solve_for, fpr=fpr, tpr=tpr,
                        compare=not value and fmt != "value", sampling=sampling,
-                       relation=relation, examples_per_user=examples_per_user)
+                       relation=relation, examples_per_user=examples_per_user,
+                       curve_accountants=curve_accountants)
     emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta,
          max_tpr=max_tpr)

@@ -102,3 +102,61 @@ def moments_log_delta(q: float, sigma: float, steps: int, epsilon: float) -> flo
     from dpcalc.relations import moments
 
     return moments.moments_log_delta(q, sigma, steps, epsilon)[0]
+
+
+def clt_mu_guess(epsilon: float, log_delta: float) -> float | None:
+    """The μ whose μ-GDP meets (ε, δ) exactly: δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)
+    [DRS19, Cor 2.13]; an estimate for seeding solvers (None outside the double range)."""
+    if not (epsilon > 0 and math.isfinite(log_delta) and -700 < log_delta < 0):
+        return None
+
+    def log_delta_of(mu: float) -> float:
+        phi_a = 0.5 * math.erfc((epsilon / mu - mu / 2) / math.sqrt(2.0))  # [DRS19, Cor 2.13]
+        phi_b = 0.5 * math.erfc((epsilon / mu + mu / 2) / math.sqrt(2.0))
+        d = phi_a - math.exp(epsilon) * phi_b if epsilon < 700 else 0.0
+        return math.log(d) if d > 0 else -math.inf
+
+    lo, hi = 1e-8, 1e3
+    if log_delta_of(hi) <= log_delta:
+        return None
+    for _ in range(80):  # bisection in log μ: δ(ε) increases with μ
+        mid = math.sqrt(lo * hi)
+        if log_delta_of(mid) > log_delta:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+def clt_sigma_guess(q: float, steps: int, epsilon: float, log_delta: float) -> float | None:
+    """An estimate (not a bound) of the σ that meets (ε, δ), from the Gaussian-DP CLT.
+
+    T steps at rate q are approximately μ-GDP with μ = q√(T(e^{1/σ²} − 1)) [DRS19, Sec 5,
+    CLT for subsampled composition], μ from ``clt_mu_guess`` [DRS19, Cor 2.13]. Used only to
+    seed a solver whose answer is certified on its own; None outside the double range.
+    """
+    mu = clt_mu_guess(epsilon, log_delta)
+    if mu is None or not 0 < q <= 1:
+        return None
+    ratio = mu * mu / (q * q * steps)  # μ² = q²T(e^{1/σ²} − 1)  [DRS19, Sec 5]
+    if not 0 < ratio < math.inf:
+        return None
+    sigma = 1.0 / math.sqrt(math.log1p(ratio))
+    return sigma if math.isfinite(sigma) and sigma > 0 else None
+
+
+def clt_q_guess(sigma: float, epsilon: float, log_delta: float, steps: int | None = None,
+                epochs: float | None = None) -> float | None:
+    """An estimate (not a bound) of the rate q that meets (ε, δ) at σ, from the CLT
+    μ = q√(T(e^{1/σ²} − 1)) [DRS19, Sec 5] (T = epochs/q when epochs are given)."""
+    mu = clt_mu_guess(epsilon, log_delta)
+    if mu is None or not sigma > 0:
+        return None
+    g = math.expm1(1.0 / (sigma * sigma)) if sigma > 0.03 else math.inf
+    if not 0 < g < math.inf:
+        return None
+    if steps is not None:
+        q = mu / math.sqrt(steps * g)  # [DRS19, Sec 5]
+    else:
+        q = mu * mu / (epochs * g)  # μ² = q·epochs·(e^{1/σ²} − 1)  [DRS19, Sec 5]
+    return q if math.isfinite(q) and 0 < q < 1 else None

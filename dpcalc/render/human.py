@@ -288,20 +288,65 @@ def _order_cell(x) -> str:
 
 
 def _curve(result: Result, console) -> None:
-    """ε after each epoch: a table of a few rows and a block-character plot."""
+    """ε after each epoch: a table of a few rows and a block-character plot (one marker per
+    accountant when other accountants' curves were asked for)."""
     from rich.table import Table
 
     points = result.extra["curve"]
+    others = list(points[0].get("comparison", {})) if points else []
     table = Table(show_edge=False, box=None, padding=(0, 2))
     table.add_column("epochs", justify="right")
-    table.add_column("ε", justify="right")
+    table.add_column(f"ε ({result.method})" if others else "ε", justify="right")
+    for name in others:
+        table.add_column(f"ε ({name})", justify="right")
     step = max(1, len(points) // 10)
     shown = points[::step] + ([points[-1]] if (len(points) - 1) % step else [])
     for p in shown:
-        table.add_row(str(p["epochs"]), outward(p["epsilon"], DIGITS, "upper"))
+        cells = [outward(p["epsilon"], DIGITS, "upper")]
+        for name in others:
+            v = p["comparison"][name]
+            cells.append("no bound" if v is None else outward(v, DIGITS, "upper"))
+        table.add_row(str(p["epochs"]), *cells)
     console.print()
     console.print(table)
-    console.print(plot([p["epsilon"] for p in points]))
+    if not others:
+        console.print(plot([p["epsilon"] for p in points]))
+        return
+    series = {result.method: [p["epsilon"] for p in points]}
+    for name in others:
+        series[name] = [p["comparison"][name] for p in points]
+    console.print(plot_series(series, [p["epochs"] for p in points]), markup=False)
+
+
+_MARKERS = "●+x○*#"
+
+
+def plot_series(series: dict[str, list], epochs: list, height: int = 12,
+                width: int = 60) -> str:
+    """Several ε curves on one character grid, one marker per series (None: no bound)."""
+    n = len(epochs)
+    w = min(width, n)
+    idx = [(i * (n - 1)) // (w - 1) if w > 1 else n - 1 for i in range(w)]
+    finite = [float(v) for vals in series.values() for v in vals if v is not None]
+    top = max(finite, default=1.0) or 1.0
+    grid = [[" "] * w for _ in range(height)]
+    # the first series (the main accountant) is drawn last, on top
+    for marker, vals in reversed(list(zip(_MARKERS, series.values(), strict=False))):
+        for col, i in enumerate(idx):
+            v = vals[i]
+            if v is None:
+                continue
+            row = min(height - 1, max(0, int(round(float(v) / top * (height - 1)))))
+            grid[height - 1 - row][col] = marker
+    lines = []
+    for r, cells in enumerate(grid):
+        label = (f"{top:8.3g} │" if r == 0 else f"{0.0:8.3g} │" if r == height - 1
+                 else "         │")
+        lines.append(label + "".join(cells))
+    lines.append("         └" + "─" * w)
+    lines.append(f"          epochs {epochs[0]}..{epochs[-1]}   " + "   ".join(
+        f"{m} {name}" for m, name in zip(_MARKERS, series, strict=False)))
+    return "\n".join(lines)
 
 
 def plot(values: list, height: int = 8, width: int = 60) -> str:
