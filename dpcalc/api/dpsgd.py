@@ -206,10 +206,13 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         given=rate_text(batch_size, dataset_size))
     if not fprs:
         return result
+    from dpcalc.api._dpsgd_items import setting_of
     from dpcalc.api._risk_dpsgd import risk_of
 
+    # the run's setting goes with it: risk reads the pairs of that setting (or refuses)
     return _risk.attach(result, risk_of(values["q"], values["sigma"], values["steps"], tol,
-                                        fprs, (values["epsilon"], values["delta"])))
+                                        fprs, (values["epsilon"], values["delta"]),
+                                        setting=setting_of(values)))
 
 
 def _solve(acc: Accountant, unknown: str, values: dict, hint: float | None = None):
