@@ -96,8 +96,9 @@ def solve_tpr(plan, recs, i: int, name: str, path: str, target: tuple, solve_val
 
     Gaussians only: the exact predicate.  Otherwise the profile at a starting value locates
     ε* and the predicate certifies δ(ε*) below T's threshold (``_risk_pld.target``); once
-    solved, ε* is placed again at the answer and solved once more.  Every value returned
-    passes a certified predicate (the better of the rounds is kept).
+    solved far (> 2 %) from the start, ε* is placed again at the answer and solved once
+    more.  Every value returned passes a certified predicate (the better of the rounds is
+    kept).
     """
     from dpcalc.api.plan import _certified
     from dpcalc.relations import risk as rel
@@ -109,7 +110,7 @@ def solve_tpr(plan, recs, i: int, name: str, path: str, target: tuple, solve_val
         return value, direction, check
     x = _start(plan, recs, i, name, path, rel.gaussian_mu_for_tpr(tpr, alpha), solve_value)
     best = None
-    for rnd in range(3):
+    for rnd in range(2):
         fill = (i, name, x)
         holds_items, _ = _certified(lambda fill=fill: _risk_pld.target(
             plan.items(fill), plan.tol, alpha, tpr))
@@ -122,7 +123,8 @@ def solve_tpr(plan, recs, i: int, name: str, path: str, target: tuple, solve_val
             return holds_items(items)
 
         try:
-            value, direction = solve_value(check, recs, i, name, path, guess=x)
+            # the bracket is ~1e-3 wide in δ: 1e-4 on the unknown is plenty
+            value, direction = solve_value(check, recs, i, name, path, guess=x, rtol=1e-4)
         except InfeasibleError:
             if best is not None:
                 break
@@ -132,8 +134,8 @@ def solve_tpr(plan, recs, i: int, name: str, path: str, target: tuple, solve_val
             raise
         if best is None or (value < best[0] if direction == "upper" else value > best[0]):
             best = (value, direction, check)
-        if abs(value - x) <= 1e-3 * abs(x):
-            break
+        if abs(value - x) <= 2e-2 * abs(x):
+            break           # ε* was placed near the answer already
         x = value
     if best is None:
         raise InfeasibleError(f"no {path} meets TPR {tpr:g} at FPR {alpha:g}")

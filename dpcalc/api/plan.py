@@ -400,19 +400,21 @@ def _points(plan: _Plan, recs: list[_Rec], td, share: int, stated: bool) -> list
     return out
 
 
-def _solve_value(check, recs: list[_Rec], i: int, name: str, path: str, guess=None):
+def _solve_value(check, recs: list[_Rec], i: int, name: str, path: str, guess=None,
+                 rtol: float = 2e-5):
     """The private-side value of record i's ``name`` under the monotone certified predicate
-    check(fill) (fill = (i, field, value)), and the direction of the claim."""
+    check(fill) (fill = (i, field, value)), and the direction of the claim (``rtol``: the
+    relative resolution of a real-valued unknown; the passing side is returned)."""
     def holds(x):
         return check((i, name, x))
 
     if name in ("sigma", "scale"):
         # the PLD bound is 1e-3 tight: 2e-5 on the noise is plenty (holds decides the side)
         return smallest_passing(holds, low=0.0, high=math.inf, low_open=True, name=path,
-                                rtol=2e-5, guess=guess, guess_rtol=1e-2), "upper"
+                                rtol=rtol, guess=guess, guess_rtol=1e-2), "upper"
     if name == "q":
         return largest_passing(holds, low=0.0, high=1.0, high_open=False, name=path,
-                               rtol=2e-5, guess=guess if guess is not None and 0 < guess < 1
+                               rtol=rtol, guess=guess if guess is not None and 0 < guess < 1
                                else None, guess_rtol=1e-2), "lower"
     if name == "epochs":
         # the largest steps that fit, then the largest epochs with ⌈epochs/q⌉ ≤ those steps
