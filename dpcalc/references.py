@@ -80,6 +80,17 @@ REFS: dict[str, Ref] = {
                  "Characteristic Function", "AISTATS 2022, arXiv:2106.08567v3"),
     "DRS19": Ref("Dong, Roth & Su", 2019, "Gaussian Differential Privacy",
                  "JRSS-B 2022, arXiv:1905.02383v3"),
+    "LRKS24": Ref("Lebeda, Regehr, Kamath & Steinke", 2024,
+                  "Avoiding Pitfalls for Privacy Accounting of Subsampled Mechanisms under "
+                  "Composition", "arXiv:2405.20769"),
+    "SMG24": Ref("Schuchardt, Mihalache, Gutbrod & Günnemann", 2024,
+                 "Unified Mechanism-Specific Amplification by Subsampling and Group Privacy "
+                 "Amplification", "NeurIPS 2024, arXiv:2403.04867"),
+    "Chua24": Ref("Chua, Ghazi, Kamath, Kumar, Manurangsi, Sinha & Zhang", 2024,
+                  "How Private are DP-SGD Implementations?", "ICML 2024, arXiv:2403.17673"),
+    "ChuaS24": Ref("Chua, Ghazi, Kamath, Kumar, Manurangsi, Sinha & Zhang", 2024,
+                   "Scalable DP-SGD: Shuffling vs. Poisson Subsampling",
+                   "NeurIPS 2024, arXiv:2411.04205"),
     "vEH14": Ref("van Erven & Harremoes", 2014,
                  "Renyi Divergence and Kullback-Leibler Divergence",
                  "IEEE Trans. Inf. Theory 60(7), arXiv:1206.2459"),

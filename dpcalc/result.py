@@ -25,6 +25,7 @@ PROBABILITY_KEYS = ("delta", "total_delta", "amplified_delta", "delta_slack")
 NO_GUARANTEE = "no guarantee"
 
 
+
 @dataclass(frozen=True)
 class Bounds:
     """A certified bracket [lower, upper] on the true value of the solved quantity."""

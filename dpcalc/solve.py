@@ -22,6 +22,7 @@ RTOL = 1e-12
 #: The accuracy assumed of a closed-form guess (the default ``guess_rtol``).
 CLOSED_FORM_RTOL = 1e-9
 _MAX_STEPS = 400
+_MAX_DOUBLE = 1.7976931348623157e308
 
 
 def _passes(holds: Predicate, x: float) -> bool:
@@ -110,15 +111,15 @@ def smallest_passing(holds: Predicate, *, low: float, high: float, low_open: boo
     fail = x
     for ratio in _widening(first):
         above = fail * ratio if fail > 0 else 1.0
-        if above >= high:
-            if math.isinf(high) or not _passes(holds, high):
+        if above >= high or above > _MAX_DOUBLE:
+            # the top of the domain (the largest double when it is unbounded) decides
+            top = high if not math.isinf(high) else _MAX_DOUBLE
+            if top <= fail or not _passes(holds, top):
                 raise InfeasibleError(f"no {name} up to {_cap(high)} meets the target")
-            return _bisect(holds, fail, high, rtol)
+            return _bisect(holds, fail, top, rtol)
         if _passes(holds, above):
             return _bisect(holds, fail, above, rtol)
         fail = above
-        if fail > 1e300:
-            raise InfeasibleError(f"no {name} up to 1e300 meets the target")
     raise AssertionError("unreachable")
 
 
@@ -137,11 +138,12 @@ def _bisect_to_zero(holds: Predicate, ok: float, rtol: float) -> float:
 
 def largest_passing(holds: Predicate, *, low: float, high: float, high_open: bool,
                     name: str, guess: float | None = None, rtol: float = RTOL,
-                    guess_rtol: float = CLOSED_FORM_RTOL) -> float:
+                    guess_rtol: float = CLOSED_FORM_RTOL, low_open: bool = True) -> float:
     """Largest x in the domain with ``holds(x)`` (within ``rtol``), never a failing x.
 
     ``holds`` must be monotone: passing below some threshold, failing above it. A ``guess``
-    is used as in ``smallest_passing``.
+    is used as in ``smallest_passing``. With ``low_open=False`` the domain includes ``low``,
+    which is returned when it passes and nothing above it is found to (e.g. a base ε of 0).
 
     Raises:
         InfeasibleError: no x above ``low`` passes (or every x passes and ``high`` is inf).
@@ -169,6 +171,10 @@ def largest_passing(holds: Predicate, *, low: float, high: float, high_open: boo
     for ratio in _widening(first):
         below = fail / ratio
         if below <= low or below < 1e-300:
+            if not low_open and _passes(holds, low):
+                # low passes: the answer lies in [low, fail) (below 1e-300, low itself)
+                return low if below < 1e-300 and low < 1e-300 else _bisect(holds, fail, low,
+                                                                           rtol)
             raise InfeasibleError(f"no {name} above {low:g} meets the target")
         if _passes(holds, below):
             return _bisect(holds, fail, below, rtol)

@@ -272,10 +272,9 @@ def run_subprocess(argv: list[str], tmp: Path, timeout: float = 120) -> tuple[in
     return r.returncode, r.stdout, r.stderr
 
 
-# Cases that break the contract because of an issue-9 item another change owns, found by the
-# default run or by longer runs (seeds 77 and 5, 2,000 cases each). Each is kept and runs in
-# the default run, strict: remove the mark when the item lands.
-KNOWN_OPEN: dict[str, str] = {
+# Cases that broke the contract (issue 9 items), found by the default run or by longer runs
+# (seeds 77 and 5, 2,000 cases each). Each runs in the default run as a regression test.
+FOUND: dict[str, str] = {
     "compose --k 89 --total-epsilon 1.757 --delta 4.565e-09 --epsilon 1e308 --value":
         "item 12: numpy RuntimeWarning on stderr with exit 0",
     "rdp --steps 91 --alpha 7.66 --q 0.3058 --epsilon 700 --conversion improved --sigma 1e308 "
@@ -295,7 +294,9 @@ KNOWN_OPEN: dict[str, str] = {
         'item 8: a --from record with "command": [] is exit 3',
 }
 #: Found by the longer runs; they join the default run (the last one hangs: --run-slow only).
-REGRESSIONS = [line.split() for line in list(KNOWN_OPEN)[1:]]
+REGRESSIONS = [line.split() for line in list(FOUND)[1:]]
+#: Cases still open: strict xfail, remove the mark when the fix lands.
+KNOWN_OPEN: dict[str, str] = {}
 SLOW_REGRESSIONS = {
     "compose --total-epsilon 7.288 --k 4294967297 --total-delta 1.351e-05 --epsilon 1e308":
         "item 13: runs for minutes",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dpcalc.api.dpsgd import dpsgd
-from dpcalc.errors import InfeasibleError
+from dpcalc.errors import DomainError
 from tests.cli_helpers import run
 
 
@@ -40,8 +40,9 @@ def test_dpsgd_curve_is_monotone(capsys):
     assert values[-1] == pytest.approx(float(r.json["value"]), rel=2e-3)
 
 
-def test_dpsgd_pure_dp_infeasible():
-    with pytest.raises(InfeasibleError):
+def test_dpsgd_pure_dp_is_outside_the_delta_range():
+    # issue 9, item 17: the help says δ in (0, 1); δ = 0 is bad input (exit 2), not infeasible
+    with pytest.raises(DomainError, match=r"--delta must be a number in \(0, 1\)"):
         dpsgd(q=0.01, sigma=4, epochs=1, delta=0)
 
 

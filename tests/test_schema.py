@@ -63,6 +63,12 @@ CASES = [
     ("dpsgd --q 0.1 --sigma 2 --epsilon 2 --delta 1e-5 --solve-for steps", "steps"),
     ("dpsgd --batch-size 6000 --dataset-size 60000 --sigma 2 --epochs 1 --delta 1e-5 "
      "--accountant moments", "epsilon"),
+    ("dpsgd --sampling shuffle --batch-size 256 --dataset-size 60000 --sigma 1.1 --epochs 2 "
+     "--delta 1e-5", "epsilon"),
+    ("dpsgd --sampling fixed-batch --dataset-size 1000 --sigma 2 --epochs 1 --epsilon 2 "
+     "--delta 1e-5", "batch_size"),
+    ("dpsgd --relation replace-one --examples-per-user 2 --q 0.1 --sigma 2 --epochs 1 "
+     "--epsilon 3", "delta"),
 ]
 
 

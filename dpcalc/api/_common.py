@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from dpcalc.errors import GateError, UsageError
 from dpcalc.numeric.directed import Number
-from dpcalc.numeric.display import as_input, json_token, shorten
+from dpcalc.numeric.display import as_input, shorten
 from dpcalc.params import MAX_DELTA, MAX_EPSILON, Param
 from dpcalc.result import Gate, Result
 
@@ -80,18 +80,17 @@ def check_choice(value: str, choices: Sequence[str], option: str) -> str:
 
 def failure_note(exc: Exception) -> str:
     """The note of a comparison row whose method could not answer."""
-    from dpcalc.errors import InfeasibleError
+    from dpcalc.errors import DpcalcError
 
-    if isinstance(exc, InfeasibleError):
+    if isinstance(exc, DpcalcError):
         return str(exc)
     return f"not evaluated for these inputs ({type(exc).__name__})"
 
 
-#: What a comparison row may raise without failing the command (its own method answered).
+#: What a comparison row may raise without failing the command: anything. The main answer is
+#: computed first and a comparison row only shows "n/a" with the reason (issue 9).
 def comparison_failures() -> tuple[type[Exception], ...]:
-    from dpcalc.errors import InfeasibleError, NumericalError
-
-    return (InfeasibleError, NumericalError, ArithmeticError, ValueError)
+    return (Exception,)
 
 
 EPSILON_KEYS = ("epsilon", "total_epsilon", "amplified_epsilon")
@@ -175,7 +174,7 @@ def raise_failed(result: Result, gates: Sequence[Gate]) -> None:
         computed = (gate.key == result.solved_for or gate.key in result.derived
                     or gate.name == "max_tpr")
         shown = shorten(gate.value, 6, "upper") if computed else as_input(gate.value)
-        raise GateError(f"{option} {json_token(gate.limit)} failed: {gate.key} = {shown} "
+        raise GateError(f"{option} {as_input(gate.limit)} failed: {gate.key} = {shown} "
                         "exceeds it")
 
 

@@ -11,8 +11,7 @@ import math
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
 from dpcalc.errors import InfeasibleError, UsageError
 from dpcalc.numeric.directed import Number, exp_up, log_of
-from dpcalc.numeric.logspace import NEG_INF
-from dpcalc.params import INF, Param
+from dpcalc.params import INF, Param, exact_value
 from dpcalc.references import REFS
 from dpcalc.result import Comparison, Result
 from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
@@ -76,6 +75,19 @@ class _Composition:
                 return False
             return rel.advanced_epsilon(eps, k, self.log_slack) <= total_eps
         return rel.optimal_log_delta(eps, log_d, k, total_eps) <= log_total
+
+    def holds_exact(self, eps: Number, delta: Number, k: int, total_eps: Number,
+                    total_delta: Number) -> bool:
+        """``holds`` on the exact inputs: a budget equal to the basic totals (kε, kδ) passes.
+
+        Basic and optimal composition meet (kε, kδ) exactly [DR14, Thm 3.16; KOV15, Thm 3.3],
+        which the log-space bounds (padded up) cannot certify when the budget is exactly kδ.
+        """
+        exact = exact_value  # a tie between exact inputs (δ and total δ as written) is a tie
+        if self.method != "advanced" and self.group in (None, 1) and self.rel.basic_fits(
+                exact(eps), exact(delta), k, exact(total_eps), exact(total_delta)):
+            return True
+        return self.holds(eps, log_of(delta), k, total_eps, log_of(total_delta))
 
     def total_epsilon_guess(self, eps: float, log_d: float, k: int,
                             log_total: float) -> float | None:
@@ -169,6 +181,10 @@ def _compose(*, epsilon: object = None, delta: object = None, k: object = None,
                              "trades total ε against total δ")
         log_d = log_of(values["delta"])
         total = comp.total_epsilon(values["epsilon"], log_d, values["k"])
+        if not math.isfinite(total):
+            raise InfeasibleError(f"{method} composition gives no finite total ε for ε = "
+                                  f"{values['epsilon']:g} (its kε(e^ε − 1) term overflows); "
+                                  "no guarantee follows from it")
         values["total_epsilon"] = total
         values["total_delta"] = exp_up(comp.log_total_delta(values["epsilon"], log_d,
                                                             values["k"]))
@@ -225,41 +241,62 @@ def _solve(method: str, unknown: str, values: dict, log_slack: float | None,
     """The private-side value of ``unknown`` for one theorem."""
     comp = _Composition(method, log_slack, group)
     eps, k = values.get("epsilon"), values.get("k")
-    log_d = log_of(values["delta"]) if "delta" in values else None
+    delta = values.get("delta")
+    log_d = log_of(delta) if delta is not None else None
     total_eps = values.get("total_epsilon")
-    log_total = log_of(values["total_delta"]) if "total_delta" in values else None
+    total_d = values.get("total_delta")
+    holds = comp.holds_exact
     if unknown == "total_epsilon":
-        if not comp.holds(eps, log_d, k, math.inf, log_total):
+        if not holds(eps, delta, k, math.inf, total_d):
             raise InfeasibleError("the total δ budget is too small for any total ε "
                                   f"({method} composition)")
-        return smallest_passing(lambda e: comp.holds(eps, log_d, k, e, log_total), low=0.0,
-                                high=math.inf, low_open=False, name="total ε",
-                                guess=comp.total_epsilon_guess(eps, log_d, k, log_total))
+        guess = comp.total_epsilon_guess(eps, log_d, k, log_of(total_d))
+        if guess is None and holds(eps, delta, k, _kfold(eps, k), total_d):
+            guess = _kfold(eps, k)  # the budget is exactly Σδ: kε (rounded up) is the answer
+        if guess is None and method == "advanced" and log_slack is None:
+            raise InfeasibleError("advanced composition needs a total δ above kδ (its slack δ' "
+                                  "must be > 0)")
+        value = smallest_passing(lambda e: holds(eps, delta, k, e, total_d), low=0.0,
+                                 high=math.inf, low_open=False, name="total ε", guess=guess)
+        if not math.isfinite(value):
+            raise InfeasibleError(f"{method} composition gives no finite total ε here")
+        return value
     if unknown == "total_delta":
-        if method == "optimal" or (method == "basic" and comp.holds(eps, log_d, k, total_eps,
-                                                                      0.0)):
+        if method == "optimal" or (method == "basic" and holds(eps, delta, k, total_eps, 1.0)):
             eps_g, log_dg = comp.checked_per_mechanism(eps, log_d)
             log_delta_tot = (comp.rel.optimal_log_delta(eps_g, log_dg, k, total_eps)
                              if method == "optimal" else comp.log_total_delta(eps, log_d, k))
-            if log_delta_tot >= 0:
+            if not log_delta_tot < 0:  # δ_tot >= 1 (or not a number): no guarantee
                 raise InfeasibleError("no total δ < 1 meets this total ε")
             return exp_up(log_delta_tot)
         if method == "basic":
             raise InfeasibleError(f"basic composition needs total ε >= kε = {k * eps:g}")
-        return smallest_passing(lambda d: comp.holds(eps, log_d, k, total_eps, math.log(d)),
+        return smallest_passing(lambda d: holds(eps, delta, k, total_eps, d),
                                 low=0.0, high=1.0, low_open=True, name="total δ")
     if unknown == "k":
-        return largest_passing_int(lambda n: comp.holds(eps, log_d, n, total_eps, log_total),
+        return largest_passing_int(lambda n: holds(eps, delta, n, total_eps, total_d),
                                    low=1, name="k", high=MAX_K)
     if unknown == "epsilon":
-        return largest_passing(lambda e: comp.holds(e, log_d, k, total_eps, log_total),
-                               low=0.0, high=math.inf, high_open=True, name="ε",
+        return largest_passing(lambda e: holds(e, delta, k, total_eps, total_d),
+                               low=0.0, high=math.inf, high_open=True, low_open=False,
+                               name="ε",
                                guess=total_eps / k if total_eps > 0 else None) \
-            if comp.holds(0.0, log_d, k, total_eps, log_total) else _infeasible("ε", 0.0)
-    if not comp.holds(eps, NEG_INF, k, total_eps, log_total):
+            if holds(0.0, delta, k, total_eps, total_d) else _infeasible("ε", 0.0)
+    if not holds(eps, 0.0, k, total_eps, total_d):
         return _infeasible("δ", 0)
-    return largest_passing(lambda d: comp.holds(eps, math.log(d), k, total_eps, log_total),
-                           low=0.0, high=1.0, high_open=True, name="δ")
+    return largest_passing(lambda d: holds(eps, d, k, total_eps, total_d),
+                           low=0.0, high=1.0, high_open=True, low_open=False, name="δ")
+
+
+def _kfold(eps: float, k: int) -> float:
+    """kε rounded up [DR14, Thm 3.16]."""
+    from fractions import Fraction
+
+    from dpcalc.numeric.directed import up
+
+    exact = Fraction(k) * Fraction(eps)
+    value = float(exact)
+    return up(value) if Fraction(value) < exact else value
 
 
 def _infeasible(name: str, at: float):

@@ -16,12 +16,14 @@ from dpcalc.api._common import comparison_failures, failure_note
 from dpcalc.errors import InfeasibleError, UsageError
 from dpcalc.numeric.directed import exp_up, log_of
 from dpcalc.numeric.logspace import log_sub, log_sum
-from dpcalc.params import DELTA, EPSILON, INF, SENSITIVITY, SIGMA, Param
+from dpcalc.params import INF, SENSITIVITY, SIGMA, Param, exact_value
 from dpcalc.references import REFS
 from dpcalc.result import Comparison, Result
 from dpcalc.solve import smallest_passing
 
 TOTAL_EPSILON = Param("total_epsilon", 0.0, INF, False, True, "larger", symbol="total ε")
+MECH_EPSILON = Param("epsilon", 0.0, INF, False, True, "smaller", symbol="ε")
+MECH_DELTA = Param("delta", 0.0, 1.0, False, True, "smaller", tiny_ok=True, symbol="δ")
 TOTAL_DELTA = Param("total_delta", 0.0, 1.0, False, True, "larger", tiny_ok=True,
                     symbol="total δ")
 
@@ -54,6 +56,10 @@ def parse_records(text: str) -> list[dict]:
     for i, rec in enumerate(records, 1):
         if not isinstance(rec, dict):
             raise UsageError(f"--from: record {i} is not a JSON object")
+        for key in ("command", "mechanism", "sampling", "relation", "method"):
+            if key in rec and not isinstance(rec[key], str):
+                raise UsageError(f"--from: record {i}: {key!r} must be a string, got "
+                                 f"{type(rec[key]).__name__}")
     return records
 
 
@@ -85,7 +91,8 @@ def _mechanism(rec: dict, position: int) -> dict:
         raise UsageError(f"--from: record {position} comes from an unknown command {command!r}")
     fields = rec.get("parameters") if isinstance(rec.get("parameters"), dict) else rec
     out: dict = {}
-    for name, param in zip(("epsilon", "delta"), (EPSILON, DELTA), strict=True):
+    # a record's (ε, δ) is a mechanism's guarantee: read up when not a double (MECH_*)
+    for name, param in zip(("epsilon", "delta"), (MECH_EPSILON, MECH_DELTA), strict=True):
         key = _GUARANTEE_KEYS[command][0 if name == "epsilon" else 1]
         raw = fields.get(key)
         if raw is None or isinstance(raw, bool | str | list | dict):
@@ -116,7 +123,8 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
         raise UsageError("--group with --from is not supported; apply group privacy per record")
     mechs = [_mechanism(r, i) for i, r in enumerate(records, 1)]
     eps = [m["epsilon"] for m in mechs]
-    log_ds = [log_of(m["delta"]) for m in mechs]
+    deltas = [m["delta"] for m in mechs]
+    log_ds = [log_of(d) for d in deltas]
     all_gaussian = all("sigma" in m for m in mechs)
     if total_epsilon is not None and total_delta is not None:
         raise UsageError("too many parameters: with --from leave --total-epsilon or "
@@ -136,7 +144,7 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
             if te is None and td is None:
                 return e, exp_up(ld)
             if te is None:
-                if ld > log_td:
+                if not rel.basic_hetero_fits(*_exact(eps, deltas, td)):
                     raise InfeasibleError("basic: Σδ exceeds --total-delta")
                 return e, None
             if e > te:
@@ -193,7 +201,13 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
         if te is None and td is None:
             raise UsageError("give --total-delta or --total-epsilon")
         if te is None:
-            return rel.numerical_hetero_epsilon(eps, log_ds, log_td), None
+            e = rel.numerical_hetero_epsilon(eps, log_ds, log_td)
+            if rel.basic_hetero_fits(*_exact(eps, deltas, td)):  # optimal is never above basic
+                e = min(e, rel.basic_hetero_epsilon(eps))
+            if not math.isfinite(e):
+                raise InfeasibleError("no total ε meets --total-delta: it is below the δ the "
+                                      "records spend at any ε (1 − Π(1 − δ_i))")
+            return e, None
         return exp_up(rel.numerical_hetero_log_delta(eps, log_ds, te)), None
 
     value, derived_delta = solve(method)
@@ -227,6 +241,12 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
         comparison=tuple(comparison), notes=tuple(notes),
         extra={"mechanisms": len(mechs), "exact_gaussian": all_gaussian},
         symbols={"k": "mechanisms", "total_epsilon": "total ε", "total_delta": "total δ"})
+
+
+def _exact(eps: list, deltas: list, td: object) -> tuple:
+    """The inputs as written, for the exact Σδ <= total δ check (a tie is a tie)."""
+    return ([exact_value(e) for e in eps], [exact_value(d) for d in deltas], math.inf,
+            exact_value(td))
 
 
 def _ref(method: str, all_gaussian: bool) -> str:

@@ -8,7 +8,7 @@ from fractions import Fraction
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
 from dpcalc.numeric.directed import exp_up, log_of
-from dpcalc.params import DELTA, EPSILON, INF, Param, Q
+from dpcalc.params import EPSILON, INF, Param, Q
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
 from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
@@ -18,8 +18,12 @@ _REF = {"pld": "GLW21", "rdp": "MTZ19", "moments": "ACGMMTZ16", "strong": "DRV10
 
 EPOCHS = Param("epochs", 0.0, INF, True, True, "smaller", symbol="epochs")
 STEPS = Param("steps", 0, 10**10, True, False, "smaller", integer=True, symbol="steps")
-TOLERANCE = Param("tolerance", 0.0, 1.0, True, True, "smaller", symbol="tolerance")
+# never solved; a given tolerance is read down (a tighter bracket is never less sound)
+TOLERANCE = Param("tolerance", 0.0, 1.0, True, True, "larger", symbol="tolerance")
 NOISE = Param("sigma", 0.0, INF, True, True, "larger", symbol="σ")
+#: DP-SGD's Gaussian noise is never (ε, 0)-DP: δ = 0 is outside the domain (exit 2), as the
+#: help says, not an infeasible target
+DELTA = Param("delta", 0.0, 1.0, True, True, "larger", tiny_ok=True, symbol="δ")
 
 _SYMBOLS = {"q": "q", "sigma": "σ", "epochs": "epochs", "steps": "steps", "epsilon": "ε",
             "delta": "δ"}
@@ -43,6 +47,38 @@ def steps_for(epochs: float, q: float) -> int:
     return steps
 
 
+#: The largest noise multiplier the accountants evaluate. A larger σ is evaluated at this one:
+#: more noise is never less private (adding noise is post-processing), so the bound stays an
+#: upper bound, and the output says so. (Beyond it the PLD grid and the strong accountant's
+#: per-step profile leave the double range.)
+SIGMA_EVAL_MAX = 1e6
+#: The smallest noise multiplier a σ solve goes down to: when it already meets the target, it is
+#: the answer (an upper bound on the smallest σ that does; the output says so).
+SIGMA_SOLVE_MIN = 1e-3
+
+
+def _pld_call(fn, *args):
+    """A PLD evaluation; float trouble outside its grid's range is "cannot certify" too.
+
+    The accountant then answers with the RDP bound and says so (as for PLDUncertifiable).
+    """
+    import warnings
+
+    from dpcalc.relations import pld
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = fn(*args)
+    except (ArithmeticError, ValueError) as exc:
+        raise pld.PLDUncertifiable(f"the PLD grid leaves the double range "
+                                   f"({type(exc).__name__})") from exc
+    pairs = [result] if isinstance(result, tuple) else [row[1:] for row in result]
+    if any(x != x or x == math.inf for pair in pairs for x in pair):  # NaN, or no finite bound
+        raise pld.PLDUncertifiable("the PLD bound is not finite here")
+    return result
+
+
 class Accountant:
     """ε(δ) and δ(ε) of T steps of the Poisson-subsampled Gaussian under one accountant."""
 
@@ -50,15 +86,32 @@ class Accountant:
         self.name = name
         self.tolerance = tolerance
         self.fallback_note = ""
+        self.clamp_note = ""
         self._seen: dict[tuple, tuple[float, tuple[float, float] | None]] = {}
+        self._notes: dict[tuple, str] = {}  # the fallback note of each ε point, if any
+
+    def _evaluated_sigma(self, sigma: float) -> float:
+        if sigma <= SIGMA_EVAL_MAX:
+            return sigma
+        self.clamp_note = (f"σ above {SIGMA_EVAL_MAX:.0e} is evaluated at {SIGMA_EVAL_MAX:.0e}: "
+                           "more noise is never less private, so the bound is an upper bound")
+        return SIGMA_EVAL_MAX
 
     def epsilon(self, q: float, sigma: float, steps: int,
                 log_delta: float) -> tuple[float, tuple[float, float] | None]:
         """(upper bound on ε, certified bracket or None); each point is computed once."""
+        sigma = self._evaluated_sigma(sigma)
         key = (q, sigma, steps, log_delta)
         if key not in self._seen:
+            self.fallback_note = ""
             self._seen[key] = self._epsilon(q, sigma, steps, log_delta)
+            self._notes[key] = self.fallback_note
         return self._seen[key]
+
+    def note_at(self, q: float, sigma: float, steps: int, log_delta: float) -> str:
+        """The fallback note of the ε point that certifies an answer ("" when none)."""
+        self.epsilon(q, sigma, steps, log_delta)  # memoised: the point the solver certified
+        return self._notes[(q, self._evaluated_sigma(sigma), steps, log_delta)]
 
     def _epsilon(self, q: float, sigma: float, steps: int,
                  log_delta: float) -> tuple[float, tuple[float, float] | None]:
@@ -68,7 +121,8 @@ class Accountant:
             from dpcalc.relations import pld
 
             try:
-                lower, upper = pld.epsilon_bounds(q, sigma, steps, log_delta, self.tolerance)
+                lower, upper = _pld_call(pld.epsilon_bounds, q, sigma, steps, log_delta,
+                                         self.tolerance)
                 return upper, (lower, upper)
             except pld.PLDUncertifiable as exc:
                 self.fallback_note = (f"the PLD grid cannot certify this δ ({exc}); the answer "
@@ -86,11 +140,14 @@ class Accountant:
         """(upper bound on log δ, certified bracket of log δ or None)."""
         from dpcalc.relations import dpsgd as rel
 
+        sigma = self._evaluated_sigma(sigma)
+
         if self.name == "pld":
             from dpcalc.relations import pld
 
             try:
-                lower, upper = pld.log_delta_bounds(q, sigma, steps, epsilon, self.tolerance)
+                lower, upper = _pld_call(pld.log_delta_bounds, q, sigma, steps, epsilon,
+                                         self.tolerance)
                 return upper, (lower, upper)
             except pld.PLDUncertifiable as exc:
                 self.fallback_note = (f"the PLD grid cannot certify this δ ({exc}); the answer "
@@ -118,7 +175,9 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
           sigma: object = None, epochs: object = None, steps: object = None,
           epsilon: object = None, delta: object = None, accountant: str = "pld",
           tolerance: object = 1e-3, curve: bool = False, solve_for: str | None = None,
-          compare: bool = True, fpr: object = None, tpr: object = None) -> Result:
+          compare: bool = True, fpr: object = None, tpr: object = None,
+          sampling: str | None = None, relation: str | None = None,
+          examples_per_user: object = None) -> Result:
     """DP-SGD accounting: Poisson rate q, noise multiplier σ, T = ⌈epochs/q⌉ steps.
 
     Solves ε or δ (guarantees, upper bounds), σ (smallest that meets the target), or the
@@ -135,9 +194,19 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     """
     check_choice(accountant, ACCOUNTANTS, "--accountant")
     from dpcalc.api import _risk
+    from dpcalc.api.dpsgd_runs import scheme_of
 
+    # how the run samples its batches (CONTRACT "How the run samples its batches")
+    scheme = scheme_of(sampling, relation, examples_per_user)
     fprs = _risk.parse_fprs(fpr)
     target = _risk.parse_target(tpr, fprs, {"epsilon": epsilon, "delta": delta})
+    if (fprs or target is not None) and not scheme.is_default:
+        # the attack-risk read-outs are built on the Poisson add/remove profile; never a
+        # silent answer for another setting
+        raise UsageError("--fpr/--tpr are available for --sampling poisson with add-remove "
+                         "neighbours and one example per user; this run is "
+                         f"--sampling {scheme.sampling} --relation {scheme.relation} "
+                         f"--examples-per-user {scheme.k}")
     if target is not None:
         from dpcalc.api._risk_dpsgd import dpsgd_for_tpr
 
@@ -145,6 +214,14 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
                              sigma=sigma, epochs=epochs, steps=steps, tolerance=tolerance,
                              solve_for=solve_for, target=target, alpha=fprs[0])
     tol = TOLERANCE.parse(tolerance)
+    # the default combination (poisson, add-remove, K = 1) continues below unchanged
+    from dpcalc.api.dpsgd_runs import dpsgd_run
+
+    if not scheme.is_default:
+        return dpsgd_run(scheme, q=q, batch_size=batch_size, dataset_size=dataset_size,
+                         sigma=sigma, epochs=epochs, steps=steps, epsilon=epsilon, delta=delta,
+                         accountant=accountant, tolerance=tol, curve=curve,
+                         solve_for=solve_for, compare=compare)
     from dpcalc.api.subsample import rate_text, resolve_rate
 
     q = resolve_rate(q, batch_size, dataset_size, "--batch-size", "--dataset-size")
@@ -158,33 +235,44 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         {"q": q, "sigma": sigma, count.name: epochs if count is EPOCHS else steps,
          "epsilon": epsilon, "delta": delta},
         (Q, NOISE, count, EPSILON, DELTA), solve_for=solve_for)
-    if "delta" in values and values["delta"] == 0:
-        raise InfeasibleError("DP-SGD with Gaussian noise is never (ε, 0)-DP; give --delta > 0")
+    # one solve, the same in every output mode; the comparison rows come after it and never
+    # change or abort it
+    main = Accountant(accountant, tol)
+    value, bounds = _solve(main, unknown.name, dict(values))
+    main.fallback_note = _answer_note(main, unknown.name, values, value)
     comparison = []
-    hint = None
     for other in ACCOUNTANTS if compare else ():
         if other == accountant:
             continue
         acc = Accountant(other, tol)
         try:
             v, _ = _solve(acc, unknown.name, dict(values))
-            comparison.append(Comparison(other, v, REFS[_REF[other]].short, acc.fallback_note))
-            hint = v if other == "rdp" else hint
+            note = _answer_note(acc, unknown.name, values, v)
+            comparison.append(Comparison(other, v, REFS[_REF[other]].short, note))
         except comparison_failures() as exc:
             comparison.append(Comparison(other, None, REFS[_REF[other]].short, failure_note(exc)))
-    main = Accountant(accountant, tol)
-    value, bounds = _solve(main, unknown.name, values, hint)
     values[unknown.name] = value
     if count is EPOCHS:
         values["steps"] = steps_for(values["epochs"], values["q"])
     else:
         values["epochs"] = values["steps"] * values["q"]
     parameters = {k: values[k] for k in ("q", "sigma", "epochs", "steps", "epsilon", "delta")}
+    if batch_size is not None:
+        from dpcalc.api.dpsgd_runs import BATCH, SIZE
+
+        parameters["batch_size"] = BATCH.parse(batch_size)
+        parameters["dataset_size"] = SIZE.parse(dataset_size)
+    parameters.update(scheme.parameters())
     notes = []
     method = accountant
     if main.fallback_note:
         notes.append(main.fallback_note)
         method = "rdp"
+    if main.clamp_note:
+        notes.append(main.clamp_note)
+    if unknown.name == "sigma" and value <= SIGMA_SOLVE_MIN * (1.0 + 1e-3):
+        notes.append(f"σ = {SIGMA_SOLVE_MIN:g} is the smallest noise dpcalc solves for; it "
+                     "meets the target, and a smaller σ may too")
     if count is EPOCHS and unknown.name != "epochs":
         notes.append(f"steps = ⌈epochs/q⌉ = {values['steps']}")
     extra: dict = {}
@@ -201,7 +289,8 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         command="dpsgd", solved_for=unknown.name, value=value, parameters=parameters,
         method=method, direction=direction, reference=REFS[_REF[method]].short,
         bounds=Bounds(*bounds) if bounds is not None else None,
-        comparison=tuple(comparison), notes=tuple(notes), extra=extra, symbols=_SYMBOLS,
+        comparison=tuple(comparison), notes=tuple(notes), extra=extra,
+        symbols={**_SYMBOLS, "examples_per_user": "K", "batch_size": "B", "dataset_size": "N"},
         derived=("steps",) if count is EPOCHS else ("epochs",),
         given=rate_text(batch_size, dataset_size))
     if not fprs:
@@ -215,11 +304,18 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
                                         setting=setting_of(values)))
 
 
-def _solve(acc: Accountant, unknown: str, values: dict, hint: float | None = None):
-    """(private-side value, bracket or None) of ``unknown`` under one accountant.
+def _answer_note(acc: Accountant, unknown: str, values: dict, value) -> str:
+    """The fallback note of the evaluation that certifies ``value`` (not of every probe)."""
+    if unknown == "delta":
+        return acc.fallback_note  # one evaluation, at the given point
+    point = dict(values, **{unknown: value})
+    if "epochs" in point:  # steps follow from epochs, as in the solve
+        point["steps"] = steps_for(point["epochs"], point["q"])
+    return acc.note_at(point["q"], point["sigma"], point["steps"], log_of(point["delta"]))
 
-    ``hint`` is a nearby value of the unknown (another accountant's answer) to start from.
-    """
+
+def _solve(acc: Accountant, unknown: str, values: dict):
+    """(private-side value, bracket or None) of ``unknown`` under one accountant."""
     q, sigma = values.get("q"), values.get("sigma")
     eps = values.get("epsilon")
     log_d = log_of(values["delta"]) if "delta" in values else None
@@ -246,10 +342,13 @@ def _solve(acc: Accountant, unknown: str, values: dict, hint: float | None = Non
         if acc.name == "pld":
             # The PLD bound is only 1e-3 tight, so 2e-5 on σ is plenty; seed the bracket with
             # a secant root of the continuous upper bound (any guess is safe: holds decides).
-            guess = _pld_sigma_guess(acc, q, steps, eps, log_d, hint)
-            guess_rtol, rtol = 1e-4, 2e-5
-        return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d), low=0.0,
-                                high=math.inf, low_open=True, name="σ", rtol=rtol,
+            guess, guess_rtol = _pld_sigma_guess(acc, q, steps, eps, log_d)
+            rtol = 2e-5
+        # low_open: the floor is not probed first (a bisection towards it returns a point
+        # that passes, just above it, when it passes too)
+        return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d),
+                                low=SIGMA_SOLVE_MIN, high=SIGMA_EVAL_MAX, low_open=True,
+                                name="σ", rtol=rtol,
                                 guess=guess, guess_rtol=guess_rtol), None
     if unknown == "steps":
         return largest_passing_int(lambda n: acc.holds(q, sigma, n, eps, log_d), low=1,
@@ -263,30 +362,45 @@ def _solve(acc: Accountant, unknown: str, values: dict, hint: float | None = Non
                                   f"(< 1/q = {1 / q:.6g})")
         assert steps_for(epochs, q) <= most  # checked both ways: ⌈epochs/q⌉ steps fit
         return epochs, None
-    # q: the largest rate (steps follow from epochs when epochs were given)
-    return largest_passing(lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
-                           low=0.0, high=1.0, high_open=False, name="q", rtol=1e-9), None
+    # q: the largest rate (steps follow from epochs when epochs were given); a rate below
+    # epochs/MAX_STEPS would need more steps than dpcalc accounts for
+    low = 0.0 if "steps" in values else float(Fraction(values["epochs"]) / MAX_STEPS)
+    try:
+        return largest_passing(lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
+                               low=low, high=1.0, high_open=False, name="q", rtol=1e-9), None
+    except InfeasibleError:
+        if low == 0.0:
+            raise
+        raise InfeasibleError(f"no q >= {low:.3g} meets the target (a smaller q would need more "
+                              f"than {MAX_STEPS:.0e} steps)") from None
 
 
-def _pld_sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float, log_delta: float,
-                     hint: float | None) -> float | None:
-    """Secant iteration on log σ ↦ log ε_upper(σ) towards the target ε (a guess only)."""
+def _pld_sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
+                     log_delta: float) -> tuple[float | None, float]:
+    """Secant iteration on log σ ↦ log ε_upper(σ) towards the target ε: (guess, its accuracy).
+
+    Each PLD evaluation can cost seconds, so the secant runs until its own estimate of the
+    distance to the root is below 5e-6 in log σ; the solver then needs only the neighbouring
+    point to certify the answer (any guess is safe: ``holds`` decides).
+    """
     if epsilon <= 0:
-        return None
-    # seed: the hint, else the moments-accountant scaling σ ≈ q√(2T ln(1/δ))/ε [ACGMMTZ16]
-    x0 = math.log(hint) if hint else math.log(max(0.5, q * math.sqrt(
-        2.0 * steps * -log_delta) / epsilon))
+        return None, 1e-4
+    # seed: the moments-accountant scaling σ ≈ q√(2T ln(1/δ))/ε [ACGMMTZ16]
+    x0 = math.log(max(0.5, q * math.sqrt(2.0 * steps * -log_delta) / epsilon))
     try:
         f0 = math.log(acc.epsilon(q, math.exp(x0), steps, log_delta)[0]) - math.log(epsilon)
         x1 = x0 - 0.05 if f0 > -0.05 else x0 + 0.05
-        for _ in range(8):
+        for _ in range(10):
             f1 = math.log(acc.epsilon(q, math.exp(x1), steps, log_delta)[0]) - math.log(epsilon)
-            if abs(f1) < 2e-4 or f1 == f0:
+            if f1 == f0:
                 break
-            x0, f0, x1 = x1, f1, x1 - f1 * (x1 - x0) / (f1 - f0)
-        return math.exp(x1)
+            step = f1 * (x1 - x0) / (f1 - f0)  # the secant's distance from x1 to the root
+            if abs(step) < 5e-6:
+                return math.exp(x1), max(4.0 * abs(step), 1e-8)
+            x0, f0, x1 = x1, f1, x1 - step
+        return math.exp(x1), 1e-4
     except (ArithmeticError, ValueError):
-        return None
+        return None, 1e-4
 
 
 def _curve(acc: Accountant, values: dict) -> list[dict]:
@@ -306,7 +420,8 @@ def _curve(acc: Accountant, values: dict) -> list[dict]:
         from dpcalc.relations import pld
 
         try:
-            rows = pld.epsilon_curve(q, sigma, steps_list, log_d, acc.tolerance)
+            rows = _pld_call(pld.epsilon_curve, q, acc._evaluated_sigma(sigma), steps_list,
+                             log_d, acc.tolerance)
             return [{"epochs": e, "steps": s, "epsilon": hi, "lower": lo}
                     for e, (s, lo, hi) in zip(points, rows, strict=True)]
         except pld.PLDUncertifiable:

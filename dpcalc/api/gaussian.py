@@ -6,7 +6,7 @@ import math
 
 from dpcalc.api import _risk
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
-from dpcalc.errors import InfeasibleError, UsageError
+from dpcalc.errors import DomainError, InfeasibleError, UsageError
 from dpcalc.numeric.directed import Number, exp_up, log_of
 from dpcalc.params import DELTA, EPSILON, SENSITIVITY, SIGMA
 from dpcalc.references import REFS
@@ -15,6 +15,8 @@ from dpcalc.result import Comparison, Result
 from dpcalc.solve import smallest_passing
 
 _CLASSIC_LIMIT = 1.0
+#: μ = Δ/σ above which the ε of a δ < 1 exceeds the double range (ε ≈ μ²/2 > 5e307)
+_MU_MAX = 1e154
 
 
 def gaussian(*, sigma: object = None, epsilon: object = None, delta: object = None,
@@ -122,15 +124,21 @@ def _solve(method: str, unknown: str, values: dict) -> Number:
         raise InfeasibleError(_pure_dp_impossible())
     if unknown == "epsilon":
         sigma = values["sigma"]
-        return smallest_passing(
-            lambda e: rel.log_delta(method, sigma, e, sens) <= log_target,
-            low=0.0, high=math.inf, low_open=False, name="ε")
+        try:
+            return smallest_passing(
+                lambda e: rel.log_delta(method, sigma, e, sens) <= log_target,
+                low=0.0, high=math.inf, low_open=False, name="ε")
+        except InfeasibleError:
+            # ε grows like μ²/2 (μ = Δ/σ): past μ = 1e154 it leaves the double range
+            if sens / sigma > _MU_MAX:
+                raise DomainError(f"--sigma must be at least {sens / _MU_MAX:.3g} (= "
+                                  f"--sensitivity/{_MU_MAX:.0e}) to solve ε: a smaller σ needs "
+                                  "an ε beyond the double range") from None
+            raise
     epsilon = values["epsilon"]
     guess = None
     if epsilon > 0 and method == "classic":
         guess = rel.classic_sigma(epsilon, log_target, sens)
-    elif epsilon > 0 and method == "zcdp":
-        guess = rel.zcdp_sigma(epsilon, log_target, sens)
     try:
         return smallest_passing(
             lambda s: rel.log_delta(method, s, epsilon, sens) <= log_target,

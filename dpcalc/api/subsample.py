@@ -134,15 +134,15 @@ def _subsample(*, epsilon: object = None, delta: object = None, q: object = None
                                       "large)")
             guess = rel.max_base_epsilon(rate, target_eps, sampling, relation)
             value = largest_passing(lambda e: holds(e, log_d, rate), low=0.0, high=math.inf,
-                                    high_open=True, name="base ε",
+                                    high_open=True, low_open=False, name="base ε",
                                     guess=guess if guess and math.isfinite(guess) else None)
         else:  # base delta
             rate, eps = values["q"], values["epsilon"]
             if not holds(eps, -math.inf, rate):
                 raise InfeasibleError("even δ = 0 misses the target (the amplified ε is too "
                                       "large)")
-            value = largest_passing(lambda d: holds(eps, math.log(d), rate), low=0.0, high=1.0,
-                                    high_open=True, name="base δ")
+            value = largest_passing(lambda d: holds(eps, log_of(d), rate), low=0.0, high=1.0,
+                                    high_open=True, low_open=False, name="base δ")
     values[name] = value
     parameters = {k: values[k] for k in ("epsilon", "delta", "q", "amplified_epsilon",
                                          "amplified_delta")}

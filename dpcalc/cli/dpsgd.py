@@ -45,6 +45,15 @@ def dpsgd(
         rich_help_panel=METHOD)] = "pld",
     tolerance: param("Relative width of the PLD bracket (default 1e-3).", "--tolerance",
                      panel=METHOD) = None,
+    sampling: Annotated[str | None, typer.Option(
+        "--sampling", help="How batches are drawn: poisson (default) | fixed-batch (B of N "
+        "without replacement) | shuffle (each epoch a permutation cut into batches).",
+        rich_help_panel=METHOD, show_default=False)] = None,
+    relation: Annotated[str | None, typer.Option(
+        "--relation", help="Neighbouring datasets: add-remove (default; replace-one for "
+        "fixed-batch) | replace-one.", rich_help_panel=METHOD, show_default=False)] = None,
+    examples_per_user: param("User-level privacy: a user holds up to K examples (default 1).",
+                             "--examples-per-user", panel=METHOD) = None,
     curve: Annotated[bool, typer.Option(
         "--curve", help="Also show ε after each epoch.", rich_help_panel=OUTPUT)] = False,
     solve_for: solve_for_option(SOLVE_FOR) = None,
@@ -60,6 +69,8 @@ def dpsgd(
     """DP-SGD: q, σ, epochs (or steps), ε, δ — leave one out.
 
     Example: dpcalc dpsgd --q 0.01 --sigma 4 --epochs 100 --delta 1e-5
+
+    A run in phases (different σ, q or sampling): dpcalc compose --from FILE.
     """
     from dpcalc.api.dpsgd import dpsgd as solve
 
@@ -68,6 +79,7 @@ def dpsgd(
                        epochs=epochs, steps=steps, epsilon=epsilon, delta=delta,
                        accountant=accountant, tolerance=1e-3 if tolerance is None else tolerance,
                        curve=curve, solve_for=solve_for, fpr=fpr, tpr=tpr,
-                       compare=not value)
+                       compare=not value, sampling=sampling, relation=relation,
+                       examples_per_user=examples_per_user)
     emit(result, json=json, value=value, max_epsilon=max_epsilon, max_delta=max_delta,
          max_tpr=max_tpr)

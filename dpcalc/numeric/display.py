@@ -110,6 +110,9 @@ def outward_at_most(x: Number | int, limit: Number | int, digits: int) -> str:
 
 def as_input(x: Number | int) -> str:
     """An input value shown as given (shortest exact text, no rounding)."""
+    exact = getattr(x, "exact", None)  # params.Given: read to the private side, shown as written
+    if isinstance(exact, Decimal):
+        x = float(exact)  # the decimal as written, in its shortest round-trip form
     if isinstance(x, Decimal):
         return json_token(x)
     if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:

@@ -131,6 +131,40 @@ def basic(epsilon: float, log_delta: float, k: int) -> tuple[float, float]:
     return total_epsilon, log_total
 
 
+def basic_fits(epsilon, delta, k: int, total_epsilon, total_delta) -> bool:
+    """Exactly whether kε <= E and kδ <= D: k (ε, δ)-DP mechanisms are then (E, D)-DP.
+
+    The inputs are compared as exact rationals (floats or Decimals as given), so a budget equal
+    to Σδ passes; the optimal composition is never looser than this [KOV15, Thm 3.3].
+
+    References: DR14, Thm 3.16; KOV15, Thm 3.3.
+    """
+    def fits(x, budget) -> bool:
+        if isinstance(budget, float) and math.isinf(budget):
+            return budget > 0
+        return Fraction(k) * Fraction(x) <= Fraction(budget)  # [DR14, Thm 3.16] (kε, kδ)
+
+    return fits(epsilon, total_epsilon) and fits(delta, total_delta)
+
+
+def basic_hetero_fits(eps_list, delta_list, total_epsilon, total_delta) -> bool:
+    """Exactly whether Σε_i <= E and Σδ_i <= D (exact rationals of the inputs as given).
+
+    References: DR14, Thm 3.16; KOV15, Thm 3.5 (the optimal bound is never looser).
+    """
+    def fits(xs, budget) -> bool:
+        if isinstance(budget, float) and math.isinf(budget):
+            return budget > 0
+        return sum((Fraction(x) for x in xs), Fraction(0)) <= Fraction(budget)  # [DR14, 3.16]
+
+    return fits(eps_list, total_epsilon) and fits(delta_list, total_delta)
+
+
+def basic_hetero_epsilon(eps_list) -> float:
+    """Σε_i rounded up (the basic total ε) [DR14, Thm 3.16]. References: DR14."""
+    return _float_up(sum((Fraction(e) for e in eps_list), Fraction(0)))
+
+
 def advanced_epsilon(epsilon: float, k: int, log_delta_slack: float) -> float:
     """Upper bound on the total ε of k adaptive (ε, δ)-DP mechanisms with slack δ'.
 
@@ -356,6 +390,22 @@ def _log_sum_hockey(logw, err, x) -> float:
     return _pad_up(value, pad)
 
 
+def _far_log_s(lp: float, l1p: float, k: int, e: float, epsilon: float) -> float:
+    """The sum of ``_homogeneous_log_s`` when 1 − p underflows (ε > ~690), bounded above.
+
+    The word without B's (mass p^k, loss kε > E) contributes p^k(1 − e^(E − kε)); every other
+    word together has mass 1 − p^k ≤ k(1 − p), and its factor (1 − e^(E − L))_+ is <= 1
+    [KOV15, Thm 3.3].
+    """
+    hi, lo = _two_product(float(k), epsilon)  # kε = hi + lo exactly
+    # E − kε rounded down: a smaller x only enlarges 1 − e^x (the safe side)
+    x = (e - hi) - lo - 4 * _U * (abs(e) + abs(hi)) - _TINY_X
+    first = k * lp + log1mexp(min(x, -_TINY_X))
+    rest = math.log(k) + l1p
+    value = log_add(first, rest)
+    return min(_pad_up(value, 8 * _U * (abs(first) + abs(rest) + 1.0)), 0.0)
+
+
 def _homogeneous_log_s(epsilon: float, k: int, e: float) -> float:
     """Upper bound on log Σ_l C(k,l) p^(k−l) (1−p)^l (1 − e^(E − (k−2l)ε))_+  [KOV15, Thm 3.3].
 
@@ -376,6 +426,8 @@ def _homogeneous_log_s(epsilon: float, k: int, e: float) -> float:
     if n <= 0:
         return NEG_INF
     pi = math.exp(l1p)
+    if pi < 1e-300:
+        return _far_log_s(lp, l1p, k, e, epsilon)
     mode = min(k, int(math.floor((k + 1) * pi)))
     top = min(n - 1, mode)
     half = int(15.0 * math.sqrt(k * pi * (1.0 - pi)) + 64.0)  # ~112 nats at 15 sd

@@ -252,6 +252,11 @@ def _laplace_scalar(alpha: float, lam: float) -> float:
             if n >= 2:
                 s += alpha * pa + h * pb
         x = s / (alpha + h)
+        if x <= 0 and a < 1e-100:
+            # the series underflowed (λ beyond 1e100): the mechanism is a-DP, hence
+            # (a²/2)-zCDP, so its RDP is at most αa²/2 [BS16, Prop 1.4]; below the normal
+            # range the smallest normal double bounds it (as for the Gaussian above)
+            return max(_up(0.5 * alpha * a * a, 1e-12), _MIN_NORMAL)
         if x <= 0:
             raise NumericalError(f"Laplace RDP: non-positive series at alpha={alpha}, lam={lam}")
         return _up(math.log1p(x) / h, 1e-12)

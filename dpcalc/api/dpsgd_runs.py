@@ -1,0 +1,315 @@
+"""``dpsgd --sampling/--relation/--examples-per-user``: the run the user actually trains.
+
+``poisson`` / ``fixed-batch``: the certified PLD engine over the dominating pair of the
+combination (dpcalc.mechanisms: poisson_add_remove, poisson_replace_one, fixed_batch).
+``shuffle``: no tight accountant exists; the sound no-amplification upper bound and the
+lower bound of the attack on shuffled batches (dpcalc.mechanisms.shuffle) form ``bounds``.
+The default combination (poisson, add-remove, K = 1) stays in dpcalc.api.dpsgd.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from dpcalc.api._common import check_choice, leave_one_out
+from dpcalc.errors import InfeasibleError, UsageError
+from dpcalc.numeric.directed import exp_down, exp_up, log_of
+from dpcalc.params import DELTA, EPSILON, INF, Param, Q
+from dpcalc.references import REFS
+from dpcalc.result import Bounds, Comparison, Result
+from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
+
+SAMPLINGS = ("poisson", "fixed-batch", "shuffle")
+RELATIONS = ("add-remove", "replace-one")
+K_PARAM = Param("examples_per_user", 1, 1000, False, False, "smaller", integer=True,
+                symbol="K")
+SIZE = Param("dataset_size", 1, 10**15, False, False, "smaller", integer=True, symbol="N")
+BATCH = Param("batch_size", 1, 10**15, False, False, "smaller", integer=True, symbol="B")
+EPOCHS = Param("epochs", 0.0, INF, True, True, "smaller", symbol="epochs")
+STEPS = Param("steps", 0, 10**10, True, False, "smaller", integer=True, symbol="steps")
+NOISE = Param("sigma", 0.0, INF, True, True, "larger", symbol="σ")
+SYMBOLS = {"q": "q", "sigma": "σ", "epochs": "epochs", "steps": "steps", "epsilon": "ε",
+           "delta": "δ", "examples_per_user": "K", "batch_size": "B", "dataset_size": "N"}
+_REF = {"poisson": "ZDW22", "fixed-batch": "DRS19", "shuffle": "DRS19"}
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """How the run samples its batches, the neighbouring relation and K."""
+
+    sampling: str
+    relation: str
+    k: int
+
+    @property
+    def is_default(self) -> bool:
+        return (self.sampling, self.relation, self.k) == ("poisson", "add-remove", 1)
+
+    def parameters(self) -> dict:
+        return {"sampling": self.sampling, "relation": self.relation,
+                "examples_per_user": self.k}
+
+
+def scheme_of(sampling: str | None, relation: str | None, examples_per_user: object) -> Scheme:
+    """Validate the three options (contract defaults: poisson; add-remove, replace-one for
+    fixed-batch; K = 1). Raises UsageError (exit 2) for a combination without sound
+    accounting, with the reason."""
+    sampling = check_choice(sampling or "poisson", SAMPLINGS, "--sampling")
+    default_rel = "replace-one" if sampling == "fixed-batch" else "add-remove"
+    relation = check_choice(relation or default_rel, RELATIONS, "--relation")
+    k = 1 if examples_per_user is None else K_PARAM.parse(examples_per_user)
+    if sampling == "fixed-batch" and k > 1:
+        from dpcalc.mechanisms.fixed_batch import REFUSE_K
+
+        raise UsageError(REFUSE_K)
+    return Scheme(sampling, relation, int(k))
+
+
+class _Pld:
+    """ε(δ), δ(ε) and (ε, δ)-DP of T steps of one combination's pair, certified [KJH20]."""
+
+    def __init__(self, scheme: Scheme, tolerance: float):
+        self.scheme, self.tol = scheme, tolerance
+        self._seen: dict = {}
+
+    def pair(self, q: float, sigma: float):
+        s = self.scheme
+        if s.sampling == "fixed-batch":
+            from dpcalc.mechanisms._mixture import EnginePair
+            from dpcalc.mechanisms.fixed_batch import SymmetrisedPair
+
+            return EnginePair(("fixed-batch", float(q), float(sigma)),
+                              {"remove": SymmetrisedPair(q, sigma)}, symmetric=True)
+        if s.relation == "replace-one":
+            from dpcalc.mechanisms import poisson_replace_one
+
+            return poisson_replace_one.engine_pair(q, sigma, s.k)
+        from dpcalc.mechanisms import poisson_add_remove
+
+        return poisson_add_remove.engine_pair(q, sigma, s.k)
+
+    def epsilon(self, q, sigma, steps, log_delta):
+        key = ("e", q, sigma, steps, log_delta)
+        if key not in self._seen:
+            from dpcalc.pld import PLDUncertifiable, accountant
+
+            try:
+                lo, up = accountant.epsilon_bounds([(self.pair(q, sigma), steps)], log_delta,
+                                                   self.tol)
+            except PLDUncertifiable as exc:
+                raise InfeasibleError(f"the PLD grid cannot certify this run ({exc})") from None
+            self._seen[key] = (up, (lo, up))
+        return self._seen[key]
+
+    def log_delta(self, q, sigma, steps, epsilon):
+        from dpcalc.pld import PLDUncertifiable, accountant
+
+        try:
+            lo, up = accountant.log_delta_bounds([(self.pair(q, sigma), steps)], epsilon,
+                                                 self.tol)
+        except PLDUncertifiable as exc:
+            raise InfeasibleError(f"the PLD grid cannot certify this run ({exc})") from None
+        return up, (lo, up)
+
+    def holds(self, q, sigma, steps, epsilon, log_delta) -> bool:
+        # the reported ε's upper end (as the default accountant does): a solved value then
+        # re-evaluates to at most the target in the ε direction
+        return self.epsilon(q, sigma, steps, log_delta)[0] <= epsilon
+
+
+def _steps_for(epochs, q) -> int:
+    from dpcalc.api.dpsgd import steps_for
+
+    return steps_for(epochs, q)
+
+
+def _batches(q: float, batch_size, dataset_size) -> int:
+    """Batches per shuffled epoch: ⌈N/B⌉ (the last one partial), or ⌈1/q⌉."""
+    if batch_size is not None and dataset_size is not None:
+        return -(-int(dataset_size) // int(batch_size))
+    return max(1, math.ceil(1 / Fraction(q)))
+
+
+def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, steps, epsilon,
+              delta, accountant: str, tolerance: float, curve: bool, solve_for, compare: bool
+              ) -> Result:
+    """Solve one unknown for a non-default combination (see the module docstring).
+
+    Raises:
+        UsageError, DomainError: bad input. InfeasibleError: no value meets the target.
+    """
+    if accountant != "pld":
+        raise UsageError(f"--accountant {accountant} is not available with --sampling "
+                         f"{scheme.sampling} --relation {scheme.relation} --examples-per-user "
+                         f"{scheme.k}; this run is accounted by its dominating pair (pld)")
+    if epochs is not None and steps is not None:
+        raise UsageError("--epochs conflicts with --steps; give one")
+    size = SIZE.parse(dataset_size) if dataset_size is not None else None
+    bsize = BATCH.parse(batch_size) if batch_size is not None else None
+    solve_batch = size is not None and bsize is None and q is None
+    if bsize is not None and size is None:
+        raise UsageError("--batch-size needs --dataset-size")
+    if size is not None and bsize is not None:
+        if q is not None:
+            raise UsageError("--q conflicts with --batch-size/--dataset-size; give one")
+        if bsize > size:
+            raise UsageError(f"--batch-size ({bsize}) must not exceed --dataset-size ({size})")
+        rate = bsize / size
+        q = math.nextafter(rate, math.inf) if Fraction(rate) < Fraction(bsize, size) else rate
+    count = STEPS if steps is not None or solve_for == "steps" else EPOCHS
+    values, unknown = leave_one_out(
+        {"q": q, "sigma": sigma, count.name: epochs if count is EPOCHS else steps,
+         "epsilon": epsilon, "delta": delta},
+        (Q, NOISE, count, EPSILON, DELTA), solve_for=solve_for)
+    if solve_batch and unknown.name != "q":
+        raise UsageError("--dataset-size needs --batch-size (or leave --batch-size out to "
+                         "solve it, with every other parameter given)")
+    if "delta" in values and values["delta"] == 0:
+        raise InfeasibleError("DP-SGD with Gaussian noise is never (ε, 0)-DP; give --delta > 0")
+    if scheme.sampling == "shuffle":
+        from dpcalc.api.dpsgd_shuffle import solve_shuffle
+
+        result = solve_shuffle(scheme, values, unknown.name, count.name, bsize, size,
+                               solve_batch, compare)
+        if curve:
+            result.extra["curve"] = _shuffle_curve(scheme, result.parameters, bsize, size)
+        return result
+    acc = _Pld(scheme, tolerance)
+    value, bounds = _solve(acc, unknown.name, values, size if solve_batch else None)
+    notes: list[str] = []
+    if solve_batch:
+        bsize = value
+        value = bsize / size
+        values["q"] = value
+        unknown_name = "batch_size"
+    else:
+        values[unknown.name] = value
+        unknown_name = unknown.name
+    if count is EPOCHS:
+        values["steps"] = _steps_for(values["epochs"], values["q"])
+    else:
+        values["epochs"] = values["steps"] * values["q"]
+    parameters = {k: values[k] for k in ("q", "sigma", "epochs", "steps", "epsilon", "delta")}
+    if bsize is not None:
+        parameters["batch_size"] = bsize
+        parameters["dataset_size"] = size
+    parameters.update(scheme.parameters())
+    if count is EPOCHS and unknown.name not in ("epochs",):
+        notes.append(_loader_note(values["steps"], bsize, size))
+    if scheme.sampling == "fixed-batch" and scheme.relation == "add-remove":
+        notes.append("fixed batches under add/remove are bounded by the replace-one pair at "
+                     "p = B/N, sound when the number of steps does not depend on the dataset "
+                     "size (a loader running ⌊N/B⌋ steps per epoch reveals N ± 1)")
+    comparison = []
+    if compare and unknown.name == "epsilon" and scheme.sampling == "fixed-batch":
+        from dpcalc.relations import pld
+
+        claim = pld.epsilon_bounds(values["q"], values["sigma"], values["steps"],
+                                   log_of(values["delta"]), tolerance)[1]
+        comparison.append(Comparison("poisson-accounting", claim, REFS["ZDW22"].short,
+                                     "what Poisson add-remove accounting at q = B/N would "
+                                     "claim; it does not apply to fixed-size batches (the "
+                                     "example that enters displaces another: sensitivity 2, "
+                                     "Dong, Roth & Su Thm 4.2; Lebeda et al. 2024)"))
+    extra: dict = {}
+    if curve:
+        extra["curve"] = _pld_curve(acc, values, tolerance)
+        if unknown.name == "epsilon":  # both certified upper bounds: the smaller one is too
+            extra["curve"][-1]["epsilon"] = min(extra["curve"][-1]["epsilon"], value)
+    direction = "upper" if unknown.name in ("epsilon", "delta", "sigma") else "lower"
+    return Result(
+        command="dpsgd", solved_for=unknown_name, value=parameters.get(unknown_name, value),
+        parameters=parameters, method="pld", direction=direction,
+        reference=REFS[_REF[scheme.sampling]].short,
+        bounds=Bounds(*bounds) if bounds is not None else None, comparison=tuple(comparison),
+        notes=tuple(notes), extra=extra, symbols=SYMBOLS,
+        derived=(("steps",) if count is EPOCHS else ("epochs",)) + (("q",) if solve_batch else ()),
+        given={"q": f"{bsize}/{size}"} if bsize is not None and not solve_batch else {})
+
+
+def _loader_note(steps: int, bsize, size) -> str:
+    text = f"steps = ⌈epochs/q⌉ = {steps}"
+    if bsize is not None:
+        text += (f"; a data loader that runs ⌊N/B⌋ = {size // bsize} (drop_last) or ⌈N/B⌉ = "
+                 f"{-(-size // bsize)} batches per epoch takes a different count: give --steps "
+                 "with the loader's exact count")
+    return text
+
+
+def _solve(acc: _Pld, unknown: str, values: dict, size: int | None):
+    """(private-side value, bracket or None) of ``unknown``; ``size`` set: solve the batch
+    size B ≤ N as an integer (the largest that meets the target)."""
+    q, sigma = values.get("q"), values.get("sigma")
+    eps = values.get("epsilon")
+    log_d = log_of(values["delta"]) if "delta" in values else None
+
+    def steps_of(v, rate):
+        return v["steps"] if "steps" in v else _steps_for(v["epochs"], rate)
+
+    if unknown == "epsilon":
+        return acc.epsilon(q, sigma, steps_of(values, q), log_d)
+    if unknown == "delta":
+        lv, lb = acc.log_delta(q, sigma, steps_of(values, q), eps)
+        return min(exp_up(lv), 1.0), (exp_down(lb[0]), min(exp_up(lb[1]), 1.0))
+    if unknown == "sigma":
+        steps = steps_of(values, q)
+        return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d), low=0.0,
+                                high=math.inf, low_open=True, name="σ", rtol=2e-5), None
+    if unknown in ("steps", "epochs"):
+        most = largest_passing_int(lambda n: acc.holds(q, sigma, n, eps, log_d), low=1,
+                                   name="steps", high=10**10)
+        if unknown == "steps":
+            return most, None
+        epochs = math.floor(Fraction(most) * Fraction(q))
+        if epochs < 1:
+            raise InfeasibleError(f"not even one epoch fits: at most {most} steps")
+        assert _steps_for(epochs, q) <= most  # checked both ways
+        return epochs, None
+    if size is not None:
+        def ok_b(b: int) -> bool:
+            rate = b / size
+            rate = math.nextafter(rate, math.inf) if Fraction(rate) < Fraction(b, size) else rate
+            return acc.holds(rate, sigma, steps_of(values, rate), eps, log_d)
+
+        return largest_passing_int(ok_b, low=1, name="batch size", high=size), None
+    return largest_passing(lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
+                           low=0.0, high=1.0, high_open=False, name="q", rtol=1e-6), None
+
+
+def _epoch_points(epochs) -> list[int]:
+    """Whole epochs to show (at most 100, evenly spaced), before the end of the run."""
+    last = math.floor(epochs)
+    pts = list(range(1, last + 1)) if last <= 100 else sorted(
+        {max(1, round(i * last / 100)) for i in range(1, 101)})
+    return [e for e in pts if e < epochs]
+
+
+def _pld_curve(acc: _Pld, values: dict, tolerance: float) -> list[dict]:
+    """ε after each epoch, certified brackets from one incremental composition [KJH20]."""
+    from dpcalc.pld import accountant
+
+    q, sigma, log_d = values["q"], values["sigma"], log_of(values["delta"])
+    points = [e for e in _epoch_points(values["epochs"])
+              if _steps_for(e, q) < values["steps"]] + [values["epochs"]]
+    steps = [_steps_for(e, q) for e in points[:-1]] + [values["steps"]]
+    rows = accountant.epsilon_curve(acc.pair(q, sigma), steps, log_d, tolerance)
+    return [{"epochs": e, "steps": n, "epsilon": up, "lower": lo}
+            for e, n, (lo, up) in zip(points, steps, rows, strict=True)]
+
+
+def _shuffle_curve(scheme: Scheme, params: dict, bsize, size) -> list[dict]:
+    """The two shuffle bounds after each whole epoch."""
+    from dpcalc.mechanisms import shuffle
+
+    batches = _batches(params["q"], bsize, size)
+    log_d = log_of(params["delta"])
+    last = max(1, math.ceil(params["epochs"]))
+    out = []
+    for e in [p for p in _epoch_points(last) if p < last] + [last]:
+        up = shuffle.upper_epsilon(params["sigma"], e, log_d, scheme.relation, scheme.k)
+        lo = shuffle.AttackLowerBound(params["sigma"], batches, e,
+                                      scheme.relation).epsilon_lower(log_d)
+        out.append({"epochs": e, "steps": e * batches, "epsilon": up, "lower": min(lo, up)})
+    return out

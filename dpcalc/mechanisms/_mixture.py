@@ -1,0 +1,370 @@
+"""A pair (P, Q) of one-dimensional Gaussian mixtures with a common noise σ, in closed form.
+
+P = Σ_i a_i N(m_i, σ²), Q = Σ_k b_k N(n_k, σ²) (weights in log space, means in units of the
+clipping norm, σ the noise multiplier). Every dominating pair of ``dpcalc.mechanisms`` is such
+a pair or is built from one. The pairs used there have a privacy loss that is increasing in x
+(monotone likelihood ratio), so {L > ℓ} = {X > x(ℓ)} and each tail is a sum of normal tails.
+
+    L(x) = log Σ_i a_i e^{(m_i x − m_i²/2)/σ²} − log Σ_k b_k e^{(n_k x − n_k²/2)/σ²}
+    (the common factor e^{−x²/(2σ²)} of both densities cancels exactly)
+    P(X > x) = Σ_i a_i Φc((x − m_i)/σ),  Q(X > x) = Σ_k b_k Φc((x − n_k)/σ)
+
+Error bounds (returned with every tail, as absolute errors of the logs): ``log_ndtr`` is
+within 16 eps·max(1, |log Φ|) [numeric.special]; an error dz in the argument moves log Φ by at
+most (|z| + 1)·dz (Mills-ratio bound, as in [GLW21] style certified tails); a sum of positive
+terms keeps the largest relative error of its terms (+ a few eps of rounding).
+
+References: KJH20 (PLD of a pair), ZDW22 (dominating pairs, Def 7 and Thm 10).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.numeric.special import LOG_NDTR_ERR, log_ndtr
+
+_U = 2.0 ** -53
+
+
+def _lse(a: np.ndarray, axis: int = 0) -> np.ndarray:
+    """log Σ e^a along ``axis`` (−inf where every term is −inf)."""
+    m = np.max(a, axis=axis)
+    safe = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return safe + np.log(np.sum(np.exp(a - np.expand_dims(safe, axis)), axis=axis))
+
+
+class MixturePair:
+    """P = Σ a_i N(m_i, σ²) against Q = Σ b_k N(n_k, σ²), loss increasing in x."""
+
+    def __init__(self, sigma: float, log_a, means_p, log_b, means_q, log_a_err=None,
+                 log_b_err=None):
+        self.sigma = float(sigma)
+        self.log_a = np.asarray(log_a, dtype=float)
+        self.mp = np.asarray(means_p, dtype=float)
+        self.log_b = np.asarray(log_b, dtype=float)
+        self.mq = np.asarray(means_q, dtype=float)
+        # bounds on |log w_computed − log w_exact| (default: weights from one log or log1p)
+        self.err_a = _weight_err(self.log_a, log_a_err)
+        self.err_b = _weight_err(self.log_b, log_b_err)
+        if not self.sigma > 0:
+            raise ValueError(f"sigma must be > 0, got {sigma!r}")
+
+    # ---- densities and loss ------------------------------------------------------------
+
+    def _log_dens(self, x, log_w, means):
+        """log of the density times √(2π)σ·e^{x²/(2σ²)}: log Σ w e^{(m x − m²/2)/σ²}."""
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        s2 = self.sigma * self.sigma
+        terms = log_w[:, None] + (means[:, None] * x[None, :] - 0.5 * means[:, None] ** 2) / s2
+        return _lse(terms, axis=0)
+
+    def loss(self, x) -> np.ndarray:
+        """Privacy loss L(x) = log dP/dQ (x), increasing in x. References: KJH20."""
+        return self._log_dens(x, self.log_a, self.mp) - self._log_dens(x, self.log_b, self.mq)
+
+    def loss_error(self, x) -> np.ndarray:
+        """Bound on |L_computed(x) − L(x)| from rounding (each exponent to a few ulps)."""
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        s2 = self.sigma * self.sigma
+        big = np.max(np.abs(np.concatenate([self.mp, self.mq]))) + 1.0
+        scale = (big * np.abs(x) + big * big) / s2 + np.max(np.abs(np.concatenate(
+            [self.log_a[np.isfinite(self.log_a)], self.log_b[np.isfinite(self.log_b)]]))) + 1.0
+        return 16.0 * _U * scale
+
+    def slope(self, x) -> np.ndarray:
+        """L'(x) = (E_P-posterior mean − E_Q-posterior mean)/σ² ≥ 0 (monotone likelihood)."""
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        s2 = self.sigma * self.sigma
+
+        def post_mean(log_w, means):
+            t = log_w[:, None] + (means[:, None] * x[None, :] - 0.5 * means[:, None] ** 2) / s2
+            w = np.exp(t - t.max(axis=0))
+            return (w * means[:, None]).sum(axis=0) / w.sum(axis=0)
+
+        return (post_mean(self.log_a, self.mp) - post_mean(self.log_b, self.mq)) / s2
+
+    def loss_range(self) -> tuple[float, float]:
+        """(inf L, sup L) over the real line: finite ends are hard edges of the loss."""
+        # L(−∞): dominated by the smallest means; finite iff both smallest means coincide
+        a_min, b_min = self.mp.min(), self.mq.min()
+        a_max, b_max = self.mp.max(), self.mq.max()
+        if a_min == b_min:
+            lo = float(_lse(self.log_a[self.mp == a_min]) - _lse(self.log_b[self.mq == b_min]))
+        else:
+            lo = -math.inf if a_min > b_min else math.inf
+        if a_max == b_max:
+            hi = float(_lse(self.log_a[self.mp == a_max]) - _lse(self.log_b[self.mq == b_max]))
+        else:
+            hi = math.inf if a_max > b_max else -math.inf
+        return lo, hi
+
+    # ---- thresholds ----------------------------------------------------------------------
+
+    def x_of_loss(self, ell) -> tuple[np.ndarray, np.ndarray]:
+        """Threshold x(ℓ) with L(x) = ℓ, and a bound dx on its error (±inf outside the range).
+
+        Bisection on the monotone L (60 halvings after a bracket), then
+        dx = (bisection width) + (error of L)/L'(x) + a few ulps of x.
+        """
+        ell = np.atleast_1d(np.asarray(ell, dtype=float))
+        lo_l, hi_l = self.loss_range()
+        x = np.full(ell.shape, np.nan)
+        dx = np.zeros(ell.shape)
+        below = ell <= lo_l
+        above = ell >= hi_l
+        x[below] = -np.inf
+        x[above] = np.inf
+        todo = ~(below | above)
+        if not todo.any():
+            return x, dx
+        e = ell[todo]
+        span = 1.0 + float(np.max(np.abs(np.concatenate([self.mp, self.mq]))))
+        s2 = self.sigma * self.sigma
+        # L is within O(1) of a linear function of slope ≤ 2·span/σ² far out: bracket widely
+        r = span + s2 * (np.abs(e) + 50.0) / max(1e-300, 1.0)
+        a = -r.copy()
+        b = r.copy()
+        for _ in range(200):  # widen until L(a) < ℓ < L(b)
+            la, lb = self.loss(a), self.loss(b)
+            bad_a, bad_b = la >= e, lb <= e
+            if not (bad_a.any() or bad_b.any()):
+                break
+            a = np.where(bad_a, 2.0 * a, a)
+            b = np.where(bad_b, 2.0 * b, b)
+        # safeguarded Newton inside the bracket [a, b] (kept: L(a) < ℓ ≤ L(b) as computed),
+        # then the bracket is shrunk around the Newton point and checked
+        x0 = 0.5 * (a + b)
+        for _ in range(60):
+            f = self.loss(x0) - e
+            a = np.where(f < 0, x0, a)
+            b = np.where(f < 0, b, x0)
+            step = f / np.maximum(self.slope(x0), 1e-300)
+            nxt = x0 - step
+            nxt = np.where((nxt > a) & (nxt < b), nxt, 0.5 * (a + b))
+            done = np.abs(nxt - x0) <= 1e-12 * (np.abs(x0) + 1.0)
+            x0 = nxt
+            if np.all(done):
+                break
+        t = 4e-13 * (np.abs(x0) + 1.0)
+        lo_ok = self.loss(x0 - t) < e
+        hi_ok = self.loss(x0 + t) >= e
+        a = np.where(lo_ok & hi_ok, np.maximum(a, x0 - t), a)
+        b = np.where(lo_ok & hi_ok, np.minimum(b, x0 + t), b)
+        for _ in range(200):  # bisection where the Newton point did not certify
+            if np.all(b - a <= 1e-12 * (np.abs(a) + np.abs(b) + 1.0)):
+                break
+            mid = 0.5 * (a + b)
+            go = self.loss(mid) < e
+            a = np.where(go, mid, a)
+            b = np.where(go, b, mid)
+        xm = 0.5 * (a + b)
+        slope = np.maximum(self.slope(xm), 1e-300)
+        x[todo] = xm
+        dx[todo] = (b - a) + 2.0 * self.loss_error(xm) / slope + 4.0 * _U * (np.abs(xm) + 1)
+        return x, dx
+
+    # ---- tails -----------------------------------------------------------------------------
+
+    def _log_tails(self, x, dx, log_w, means, w_err):
+        """(log M(X > x), log M(X ≤ x), error bound) for one mixture M at thresholds x."""
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        dx = np.atleast_1d(np.asarray(dx, dtype=float))
+        with np.errstate(invalid="ignore"):
+            z = (x[None, :] - means[:, None]) / self.sigma  # shape (components, points)
+        fin = np.isfinite(z)
+        zf = np.where(fin, z, 0.0)
+        lup = np.where(fin, log_ndtr(-zf), np.where(z > 0, -np.inf, 0.0))
+        llo = np.where(fin, log_ndtr(zf), np.where(z > 0, 0.0, -np.inf))
+        dz = (dx[None, :] + 4.0 * _U * (np.abs(x[None, :]) + np.abs(means[:, None]))) \
+            / self.sigma + 2.0 * _U * np.abs(zf)
+        arg = (np.abs(zf) + 1.0) * np.where(fin, dz, 0.0)
+        e_up = LOG_NDTR_ERR * np.maximum(1.0, np.abs(np.where(fin, lup, 0.0))) + arg
+        e_lo = LOG_NDTR_ERR * np.maximum(1.0, np.abs(np.where(fin, llo, 0.0))) + arg
+        up = _lse(log_w[:, None] + lup, axis=0)
+        lo = _lse(log_w[:, None] + llo, axis=0)
+        # the computed log weights are within w_err of the exact ones: each term's log moves
+        # by as much
+        err = np.maximum(e_up.max(axis=0), e_lo.max(axis=0)) + float(np.max(w_err)) \
+            + 8.0 * _U * (1.0 + np.log(len(means)))
+        return up, lo, err
+
+    def log_tails_at_loss(self, ell):
+        """Tails of the PLD at loss thresholds ℓ: (log P(L > ℓ), log P(L ≤ ℓ), log Q(L > ℓ),
+        log Q(L ≤ ℓ), err), err an absolute bound on the error of each log (per point).
+
+        References: KJH20 (δ(ε) = P(L > ε) − e^ε Q(L > ε) for a continuous loss).
+        """
+        x, dx = self.x_of_loss(ell)
+        pu, pl, ep = self._log_tails(x, dx, self.log_a, self.mp, self.err_a)
+        qu, ql, eq = self._log_tails(x, dx, self.log_b, self.mq, self.err_b)
+        return pu, pl, qu, ql, np.maximum(ep, eq)
+
+    def log_delta(self, epsilon: float) -> float:
+        """Upper bound on log H_{e^ε}(P‖Q) = log(P(L > ε) − e^ε Q(L > ε)) (one step).
+
+        References: KJH20; ZDW22 (hockey-stick divergence of a pair).
+        """
+        pu, _, qu, _, err = self.log_tails_at_loss([epsilon])
+        a, b, e = float(pu[0]), float(qu[0]) + epsilon, float(err[0])
+        if a == -math.inf:
+            return -math.inf
+        # pessimistic: raise the P tail, lower the e^ε Q tail by their error bounds
+        a_up, b_dn = a + e, b - e
+        if b_dn >= a_up:
+            return min(a_up, 0.0)  # δ ≤ P(L > ε): the cancellation is beyond the error bound
+        return min(a_up + math.log1p(-math.exp(b_dn - a_up)), 0.0)
+
+    # ---- moment generating function (for the tilt: a heuristic, any choice is sound) -----
+
+    def cgf(self, lam: float) -> tuple[float, float, float]:
+        """(K(λ), K'(λ), K''(λ)) of L under P by quadrature on an x grid.
+
+        E_P[e^{λL}] = ∫ p(x)^{1+λ} q(x)^{−λ} dx. Only steers the tilt and the grid (any choice
+        is sound), so plain quadrature suffices. References: KJH20.
+        """
+        span = float(np.max(np.abs(np.concatenate([self.mp, self.mq]))))
+        lo = -span - 14.0 * self.sigma - abs(lam) * span
+        hi = span + 14.0 * self.sigma + abs(lam) * span
+        x = np.linspace(lo, hi, 4001)
+        s2 = self.sigma * self.sigma
+        lp = self._log_dens(x, self.log_a, self.mp) - x * x / (2 * s2)
+        loss = self.loss(x)
+        lw = lp + lam * loss
+        k = float(_lse(lw) - _lse(lp))
+        w = np.exp(lw - lw.max())
+        w /= w.sum()
+        m1 = float((w * loss).sum())
+        m2 = float((w * (loss - m1) ** 2).sum())
+        return k, m1, max(m2, 0.0)
+
+    def support(self, log_eta: float) -> tuple[float, float]:
+        """Loss interval outside which each of P's two tails carries P-mass ≤ η."""
+        z = _z_tail(log_eta)
+        x_lo = float(self.mp.min()) - z * self.sigma
+        x_hi = float(self.mp.max()) + z * self.sigma
+        return float(self.loss(x_lo)[0]), float(self.loss(x_hi)[0])
+
+
+def _weight_err(log_w: np.ndarray, given) -> np.ndarray:
+    if given is not None:
+        return np.asarray(given, dtype=float)
+    return 8.0 * _U * (np.abs(np.where(np.isfinite(log_w), log_w, 0.0)) + 1.0)
+
+
+def _z_tail(log_eta: float) -> float:
+    """z ≥ 0 with Φc(z) ≤ η (a slightly large z is fine: only sizes a grid)."""
+    if log_eta >= math.log(0.5):
+        return 0.0
+    z = math.sqrt(-2.0 * log_eta)
+    while float(log_ndtr(np.array([-z]))[0]) > log_eta:
+        z *= 1.01
+    return z
+
+
+def log_binomial_weights(k: int, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """log Binomial(j; K, q) for j = 0..K and a bound on each value's absolute error.
+
+    log C(K, j) from the exact integer (math.comb; math.log of an int is within an ulp or
+    two), j·log q and (K − j)·log1p(−q) within a few ulps of their magnitudes; the sum of
+    three terms adds 2 roundings: 8u·(sum of magnitudes + 1) bounds it all.
+
+    References: Loa00 (binomial probabilities).
+    """
+    j = np.arange(k + 1, dtype=float)
+    log_choose = np.array([math.log(math.comb(k, i)) for i in range(k + 1)])
+    l1q = math.log1p(-q) if q < 1 else -math.inf
+    with np.errstate(invalid="ignore"):
+        t1 = j * math.log(q)
+        t2 = np.where(k - j > 0, (k - j) * l1q, 0.0)
+        lw = log_choose + t1 + t2
+        err = 8.0 * _U * (np.abs(log_choose) + np.abs(t1) + np.abs(np.where(
+            np.isfinite(t2), t2, 0.0)) + 1.0)
+    return lw, err
+
+
+# --------------------------------------------------------------------------------------
+# the engine's DominatingPair interface (dpcalc.pld.pair) over one side per direction
+# --------------------------------------------------------------------------------------
+
+class EnginePair:
+    """Adapts one-direction pairs (``MixturePair`` or alike) to ``dpcalc.pld.pair``.
+
+    ``sides`` maps "remove" (and "add" unless ``symmetric``) to an object with
+    ``log_tails_at_loss``, ``loss_range``, ``support`` and ``quadrature_nodes``.
+    Relative tail errors are e = expm1(err)·(1 + 2⁻⁴⁰) from the absolute log errors err.
+    Thresholds within 1e-12 (relative) of a finite hard edge are ill-conditioned (None).
+    References: ZDW22 (Def 7), KJH20.
+    """
+
+    def __init__(self, key, sides: dict, symmetric: bool):
+        self._key = key
+        self._sides = sides
+        self.symmetric = bool(symmetric)
+
+    def __repr__(self) -> str:
+        return f"EnginePair{self._key!r}"
+
+    def _side(self, direction: str):
+        if direction not in ("remove", "add"):
+            raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+        return self._sides["remove"] if self.symmetric else self._sides[direction]
+
+    def key(self):
+        return self._key
+
+    def tails(self, ell, direction: str):
+        from dpcalc.pld.pair import Tails
+
+        side = self._side(direction)
+        ell = np.atleast_1d(np.asarray(ell, dtype=float))
+        for edge in side.loss_range():
+            if math.isfinite(edge) and np.any(np.abs(ell - edge) <= 1e-12 * (1.0 + abs(edge))):
+                return None
+        pu, pl, qu, ql, err = side.log_tails_at_loss(ell)
+        with np.errstate(over="ignore"):
+            e = np.expm1(err) * (1.0 + 2.0 ** -40)
+        if not np.all(np.isfinite(e)):
+            return None
+
+        def rel(v):
+            return np.where(np.isneginf(v), 0.0, e)
+
+        return Tails(pu, pl, qu, ql, rel(pu), rel(pl), rel(qu), rel(ql))
+
+    def loss_bounds(self, direction: str) -> tuple[float, float]:
+        lo, hi = self._side(direction).loss_range()
+        # outward by a few ulps: the edges are computed from log weights in floats
+        lo = lo - 8.0 * _U * (1.0 + abs(lo)) if math.isfinite(lo) else lo
+        hi = hi + 8.0 * _U * (1.0 + abs(hi)) if math.isfinite(hi) else hi
+        return lo, hi
+
+    def support(self, direction: str, log_eta: float) -> tuple[float, float]:
+        return self._side(direction).support(log_eta)
+
+    def quadrature(self, direction: str, lam: float, density: float, nmin: int,
+                   log_eta_top: float | None):
+        loss, lw0 = self._side(direction).quadrature_nodes(density, nmin, log_eta_top, lam)
+        return loss, lw0, lw0 + lam * loss
+
+
+def _mixture_nodes(pair: MixturePair, density: float, nmin: int, log_eta_top, lam: float):
+    """Nodes x on [min mean − 14σ, max mean + 14σ (+ tilt room)], cut where P's upper tail
+    is below e^{log_eta_top}; loss L(x) and log P-density (heuristic weights)."""
+    lo = float(pair.mp.min()) - 14.0 * pair.sigma
+    hi = float(pair.mp.max()) + 14.0 * pair.sigma + max(lam, 0.0) * float(
+        np.max(np.abs(pair.mp)))
+    if log_eta_top is not None:
+        hi = min(hi, float(pair.mp.max()) + _z_tail(log_eta_top - math.log(len(pair.mp)))
+                 * pair.sigma)
+    n = int(min(200_000, max(nmin, density * (hi - lo) / pair.sigma)))
+    x = np.linspace(lo, hi, max(n, 2))
+    s2 = pair.sigma * pair.sigma
+    lp = pair._log_dens(x, pair.log_a, pair.mp) - x * x / (2.0 * s2)
+    return pair.loss(x), lp
+
+
+MixturePair.quadrature_nodes = lambda self, density, nmin, log_eta_top, lam=0.0: \
+    _mixture_nodes(self, density, nmin, log_eta_top, lam)
