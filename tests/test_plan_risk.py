@@ -280,20 +280,66 @@ def test_plan_tpr_bad_input_is_exit_2(capsys, tmp_path, args, needle):
 
 # ---- DP-SGD: one place builds the run's pairs --------------------------------------------
 
-def test_run_items_refuses_settings_it_has_no_pair_for():
-    from dpcalc.api import _risk_dpsgd
+RUN = ["dpsgd", "--q", "0.01", "--sigma", "2", "--epochs", "5", "--delta", "1e-5"]
+
+
+def _risk_rows(capsys, *extra):
+    r = run(capsys, *RUN, *extra, "--fpr", "0.01", "--fpr", "0.1", "--json")
+    assert r.code == 0, r.err
+    assert r.json["risk"]["basis"] == "pld"
+    return [(float(x["lower"]), float(x["upper"]), float(x["single_point"]))
+            for x in r.json["risk"]["tpr"]]
+
+
+def test_run_items_follow_the_scheme():
     from dpcalc.api._dpsgd_items import run_items
-    from dpcalc.errors import DomainError
+    from dpcalc.api.dpsgd_runs import pair_of, scheme_of
+    from dpcalc.errors import UsageError
 
     (pair, n), = run_items(0.01, 4.0, 100)
     assert pair.key() == ("subsampled-gaussian", 0.01, 4.0) and n == 100
-    assert run_items(0.01, 4.0, 100, sampling="poisson", relation=None)[0][1] == 100
-    for setting in ({"sampling": "shuffle"}, {"relation": "replace-one"},
-                    {"examples_per_user": 4}):
-        with pytest.raises(DomainError):
-            run_items(0.01, 4.0, 100, **setting)
-        with pytest.raises(DomainError):     # the risk path follows the run's setting
-            _risk_dpsgd.risk_of(0.01, 4.0, 100, 1e-3, (0.01,), None, setting=setting)
+    for args in (("fixed-batch", None, None), ("poisson", "replace-one", None),
+                 ("poisson", None, 3)):
+        scheme = scheme_of(*args)
+        (pair, n), = run_items(0.01, 4.0, 100, scheme)
+        assert pair.key() == pair_of(scheme, 0.01, 4.0).key() != ("subsampled-gaussian",
+                                                                    0.01, 4.0)
+    with pytest.raises(UsageError):
+        run_items(0.01, 4.0, 100, scheme_of("shuffle", None, None))
+
+
+def test_dpsgd_risk_reads_the_runs_own_pair(capsys):
+    # never a silent Poisson add/remove answer: replace-one and K = 2 leak more, and their
+    # certified brackets lie entirely above the default run's
+    base = _risk_rows(capsys)
+    for extra in (["--relation", "replace-one"], ["--examples-per-user", "2"],
+                  ["--sampling", "fixed-batch"]):
+        rows = _risk_rows(capsys, *extra)
+        for (lo, up, point), (_, base_up, _) in zip(rows, base, strict=True):
+            assert lo <= up <= point
+            assert lo > base_up, extra
+
+
+def test_shuffle_has_no_profile_exit_2(capsys):
+    r = run(capsys, *RUN, "--sampling", "shuffle", "--fpr", "0.01")
+    assert r.code == 2 and r.out == "" and "--sampling shuffle" in r.err
+    assert r.err.startswith("dpcalc: error: ") and r.err.count("\n") == 1
+
+
+def test_scheme_sigma_for_tpr_round_trips(capsys):
+    r = run(capsys, "dpsgd", "--q", "0.01", "--epochs", "5", "--relation", "replace-one",
+            "--tpr", "0.05", "--fpr", "0.01", "--json")
+    assert r.code == 0, r.err
+    assert r.json["parameters"]["relation"] == "replace-one"
+    sigma = float(r.json["value"])
+
+    def lower(s):
+        f = run(capsys, "dpsgd", "--q", "0.01", "--epochs", "5", "--sigma", repr(s),
+                "--relation", "replace-one", "--delta", "1e-5", "--fpr", "0.01", "--json")
+        assert f.code == 0, f.err
+        return float(f.json["risk"]["tpr"][0]["lower"])
+
+    assert lower(sigma) <= 0.05 < lower(sigma * 0.99)
 
 
 @pytest.fixture(scope="module")

@@ -22,10 +22,10 @@ def _gdp_mu(q: float, sigma: float, steps: int) -> float:
 
 
 def risk_of(q: float, sigma: float, steps: int, tolerance: float, fprs,
-            point: tuple | None, certificate: tuple | None = None, setting=None) -> dict:
+            point: tuple | None, certificate: tuple | None = None, scheme=None) -> dict:
     """The risk block of a DP-SGD run: the PLD profile of its items (run_items: the pairs of
-    its setting), or (said so) the (ε, δ) point when the PLD grid cannot certify it."""
-    items = run_items(q, sigma, steps, **(setting or {}))
+    its scheme), or (said so) the (ε, δ) point when the PLD grid cannot certify it."""
+    items = run_items(q, sigma, steps, scheme)
     return _risk_pld.risk_of(items, tolerance, fprs, point, certificate, what="run")
 
 
@@ -48,7 +48,7 @@ def _gdp_guess(unknown: str, values: dict, mu: float) -> float:
 
 
 def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, tolerance, solve_for,
-                  target: float, alpha: float, setting=None) -> Result:
+                  target: float, alpha: float, scheme=None) -> Result:
     """Solve q, σ, epochs or steps of DP-SGD so that the certified TPR bound at FPR α is at
     most T (σ smallest; epochs, steps, q largest), through the one solver.
 
@@ -71,20 +71,26 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         (Q, NOISE, count), solve_for=solve_for)
     mu = rrel.gaussian_mu_for_tpr(target, alpha)
     guess = _gdp_guess(unknown.name, values, mu)
-    start = dict(values, **{unknown.name: guess})
-    if unknown.name == "epochs":
-        start["steps"] = steps_for(max(guess, values["q"]), values["q"])
-    if unknown.name == "steps":
-        start["steps"] = max(1, round(guess))
-    if "steps" not in start:
-        start["steps"] = steps_for(start["epochs"], start["q"])
-    setting = dict(setting or {})
-    holds_items, start_tpr = _risk_pld.target(
-        run_items(start["q"], start["sigma"], start["steps"], **setting), tol, alpha, target)
 
-    def holds(q_: float, sigma_: float, steps_: int) -> bool:
-        return holds_items(run_items(q_, sigma_, steps_, **setting))
+    def placed(guess_: float):
+        """The certified predicate with ε* placed by the profile at the guess."""
+        st = dict(values, **{unknown.name: guess_})
+        if unknown.name == "epochs":
+            st["steps"] = steps_for(max(guess_, values["q"]), values["q"])
+        if unknown.name == "steps":
+            st["steps"] = max(1, round(guess_))
+        if "steps" not in st:
+            st["steps"] = steps_for(st["epochs"], st["q"])
+        holds_items, tpr_at = _risk_pld.target(run_items(st["q"], st["sigma"], st["steps"],
+                                                         scheme), tol, alpha, target)
 
+        def holds(q_: float, sigma_: float, steps_: int) -> bool:
+            return holds_items(run_items(q_, sigma_, steps_, scheme))
+
+        return holds, tpr_at, st
+
+    holds, start_tpr, start = placed(guess)
+    first = guess
     if alpha < start_tpr < 1.0:
         # correct the CLT guess by the ratio of the profile's μ to the CLT's at the start
         mu_eff = rrel.gaussian_mu_for_tpr(start_tpr, alpha)
@@ -96,24 +102,34 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         return v["steps"] if "steps" in v else steps_for(v["epochs"], rate)
 
     name = unknown.name
-    if name == "sigma":
-        st = steps_of(values, values["q"])
-        value = smallest_passing(lambda s: holds(values["q"], s, st), low=0.0, high=math.inf,
-                                 low_open=True, name="σ", guess=guess, guess_rtol=2e-3,
-                                 rtol=1e-4)
-    elif name in ("steps", "epochs"):
-        most = largest_passing_int(lambda n: holds(values["q"], values["sigma"], n), low=1,
-                                   name="steps", high=10**10, guess=max(1, int(guess)))
-        if name == "steps":
-            value = most
-        else:
+
+    def solve(holds) -> float:
+        if name == "sigma":
+            st = steps_of(values, values["q"])
+            return smallest_passing(lambda s: holds(values["q"], s, st), low=0.0,
+                                    high=math.inf, low_open=True, name="σ", guess=guess,
+                                    guess_rtol=2e-3, rtol=1e-4)
+        if name in ("steps", "epochs"):
+            most = largest_passing_int(lambda n: holds(values["q"], values["sigma"], n), low=1,
+                                       name="steps", high=10**10, guess=max(1, int(guess)))
+            if name == "steps":
+                return most
             value = math.floor(Fraction(most) * Fraction(values["q"]))
             if value < 1:
                 raise InfeasibleError(f"not even one epoch fits: at most {most} steps")
-    else:
-        value = largest_passing(lambda r: holds(r, values["sigma"], steps_of(values, r)),
-                                low=0.0, high=1.0, high_open=False, name="q", rtol=1e-9,
-                                guess=guess if 0 < guess < 1 else None, guess_rtol=2e-3)
+            return value
+        return largest_passing(lambda r: holds(r, values["sigma"], steps_of(values, r)),
+                               low=0.0, high=1.0, high_open=False, name="q", rtol=1e-9,
+                               guess=guess if 0 < guess < 1 else None, guess_rtol=2e-3)
+
+    try:
+        value = solve(holds)
+    except InfeasibleError:
+        if guess == first:
+            raise
+        # ε* was placed from a start far from the answer (the CLT guess is for Poisson
+        # add/remove): place it again at the corrected guess, once; still certified
+        value = solve(placed(guess)[0])
     values[name] = value
     if count is EPOCHS:
         values["steps"] = steps_for(values["epochs"], values["q"])
@@ -121,6 +137,8 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         values["epochs"] = values["steps"] * values["q"]
     parameters = {k: values[k] for k in ("q", "sigma", "epochs", "steps")}
     parameters.update(tpr=target, fpr=alpha)
+    if scheme is not None:
+        parameters.update(scheme.parameters())
     from dpcalc.references import REFS
 
     result = Result(
@@ -133,4 +151,4 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
                  "fpr": "FPR"})
     return _risk.attach(result, risk_of(values["q"], values["sigma"], values["steps"], tol,
                                         (alpha,), None, certificate=(alpha, target),
-                                        setting=setting))
+                                        scheme=scheme))

@@ -171,7 +171,7 @@ def _steps(r: _Rec, v: dict) -> int:
 def _items_of(r: _Rec, v: dict, count: int) -> list:
     """[(pair, count)] of one record, with the values v (the unknown filled in); a DP-SGD
     record's pairs come from run_items (the pairs of its setting, or an error)."""
-    from dpcalc.api._dpsgd_items import run_items, setting_of
+    from dpcalc.api._dpsgd_items import record_scheme, run_items
     from dpcalc.mechanisms import pair_class
 
     if r.kind == "gaussian":
@@ -182,7 +182,7 @@ def _items_of(r: _Rec, v: dict, count: int) -> list:
                  count)]
     if r.kind == "point":
         return [(pair_class("eps-delta")(float(v["epsilon"]), log_of(v["delta"])), count)]
-    return run_items(float(v["q"]), float(v["sigma"]), count * _steps(r, v), **setting_of(v))
+    return run_items(float(v["q"]), float(v["sigma"]), count * _steps(r, v), record_scheme(v))
 
 
 def _gaussian_sigma_eff(items) -> float:
