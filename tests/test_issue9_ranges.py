@@ -244,3 +244,10 @@ def test_fallback_note_describes_the_answer_not_a_probe(monkeypatch):
     assert res.method == "pld" and not any("cannot certify" in n for n in res.notes)
     upper = real(0.01, res.value, 100, math.log(1e-5), 1e-3)[1]
     assert upper <= 1.0
+
+
+def test_inputs_are_shown_as_written():
+    done = cli("gaussian", "--sigma", "1", "--delta", "0.999999999999999999999")
+    assert done.returncode == 0 and "0.999999999999999999999" in done.stdout
+    done = cli("gaussian", "--sigma", "2", "--delta", "1e-5")
+    assert done.returncode == 0 and "δ = 1e-05" in done.stdout

@@ -17,7 +17,9 @@ from dpcalc.params import Param
 from dpcalc.result import Result
 
 FPR = Param("fpr", 0.0, 1.0, True, True, "smaller", symbol="FPR")
-TPR = Param("tpr", 0.0, 1.0, True, True, "smaller", symbol="TPR")
+# a TPR target is read down and an FPR up (params.Param.input_rounding): both are the
+# private side, as the TPR bound grows with the FPR
+TPR = Param("tpr", 0.0, 1.0, True, True, "larger", symbol="TPR")
 MAX_TPR = Param("max_tpr", 0.0, 1.0, False, False, "larger", symbol="TPR gate")
 
 POINT_NOTE = ("attack risk from the single (ε, δ) point only (Kairouz, Oh & Viswanath 2015): "

@@ -266,8 +266,10 @@ def _solve(method: str, unknown: str, values: dict, log_slack: float | None,
             eps_g, log_dg = comp.checked_per_mechanism(eps, log_d)
             log_delta_tot = (comp.rel.optimal_log_delta(eps_g, log_dg, k, total_eps)
                              if method == "optimal" else comp.log_total_delta(eps, log_d, k))
-            if not log_delta_tot < 0:  # δ_tot >= 1 (or not a number): no guarantee
-                raise InfeasibleError("no total δ < 1 meets this total ε")
+            if math.isnan(log_delta_tot):
+                raise InfeasibleError("the total δ could not be evaluated at this total ε")
+            if log_delta_tot >= 0:  # δ_tot >= 1: the true, vacuous statement δ = 1
+                return 1.0
             return exp_up(log_delta_tot)
         if method == "basic":
             raise InfeasibleError(f"basic composition needs total ε >= kε = {k * eps:g}")

@@ -13,6 +13,10 @@ def json_token(x: Number | int) -> str:
     form for Decimals below the double range (stdlib json cannot write those)."""
     if isinstance(x, bool):
         raise TypeError("booleans are not numbers here")
+    exact = getattr(x, "exact", None)  # params.Given: an input is written as the user gave it
+    if isinstance(exact, Decimal):
+        nearest = float(exact)
+        return repr(nearest) if Decimal(repr(nearest)) == exact else json_token(exact)
     if isinstance(x, int):
         return str(x)
     if isinstance(x, Decimal):
@@ -112,6 +116,8 @@ def as_input(x: Number | int) -> str:
     """An input value shown as given (shortest exact text, no rounding)."""
     exact = getattr(x, "exact", None)  # params.Given: read to the private side, shown as written
     if isinstance(exact, Decimal):
+        if Decimal(repr(float(exact))) != exact:  # more digits than a double holds
+            return str(exact).lower()
         x = float(exact)  # the decimal as written, in its shortest round-trip form
     if isinstance(x, Decimal):
         return json_token(x)
