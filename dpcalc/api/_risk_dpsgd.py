@@ -1,7 +1,7 @@
 """Attack risk of DP-SGD from its certified PLD profile, and the TPR-target solves.
 
-The profile is read at a grid of ε from one composition (``pld.log_delta_profile``); the
-bounds on the TPR follow from it by ``relations.risk.profile_tpr`` [DRS19, Prop 2.12].
+The run's pairs come from one place (``_dpsgd_items.run_items``, which knows its setting);
+the profile and the TPR bounds are those of any plan (``_risk_pld``) [DRS19, Prop 2.12].
 """
 
 from __future__ import annotations
@@ -9,148 +9,24 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from dpcalc.api import _risk
+from dpcalc.api import _risk, _risk_pld
 from dpcalc.api._common import leave_one_out
+from dpcalc.api._dpsgd_items import run_items
 from dpcalc.errors import InfeasibleError, UsageError
 from dpcalc.result import Result
 
-# --------------------------------------------------------------------------------------
 
 def _gdp_mu(q: float, sigma: float, steps: int) -> float:
-    """CLT estimate μ ≈ q√(T(e^{1/σ²} − 1)) (only to place the grid's focus)."""
+    """CLT estimate μ ≈ q√(T(e^{1/σ²} − 1)) (only to seed the solver)."""
     return q * math.sqrt(steps * math.expm1(min(1.0 / (sigma * sigma), 700.0)))
 
 
-def _focus(mu: float, alpha: float) -> float:
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(1.0 - alpha)
-    return abs(mu * z - mu * mu / 2.0)  # |ε*|: the mirrored branch when negative
-
-
-def pld_profile(q: float, sigma: float, steps: int, tolerance: float, fprs):
-    """(ε grid, δ lower, δ upper) of T steps, ε from 0 to past log(1/min FPR)."""
-    import numpy as np
-
-    from dpcalc.relations import pld
-
-    eps_max = max(1.0, math.log(1.0 / min(fprs)) + 0.05)
-    # coarse everywhere, fine (second-order bounds: error ∝ spacing²) around each FPR's
-    # optimum as the CLT estimate places it; any grid is certified, only the width changes
-    mu = _gdp_mu(q, sigma, steps)
-    points = set(np.round(np.arange(0.0, eps_max + 0.05, 0.05), 12))
-    for a in fprs:
-        c = min(eps_max, _focus(mu, a))
-        points |= set(np.round(np.arange(max(0.0, c - 0.4), min(eps_max, c + 0.4), 0.005), 12))
-    grid = np.array(sorted(points))
-    mid = sorted(fprs)[len(fprs) // 2]
-    focus = min(eps_max, _focus(mu, mid))
-    # refine the grid while δ's bracket is too wide where δ matters: δ below min FPR/20
-    # moves a TPR bound by a negligible fraction of its own width
-    lo, up = pld.log_delta_profile(q, sigma, steps, grid, tolerance, focus=focus,
-                                   log_delta_floor=math.log(min(fprs)) - 3.0)
-    with np.errstate(under="ignore"):
-        dlo = np.exp(lo) * (1.0 - 1e-14)  # numpy's exp is within a few ulp: 1e-14 ≈ 45 ulp
-        dup = np.minimum(1.0, np.exp(up) * (1.0 + 1e-14))
-    return grid, dlo, dup
-
-
-def pld_block(q: float, sigma: float, steps: int, tolerance: float, fprs,
-              point: tuple | None, certificate: tuple | None = None) -> dict:
-    """Risk of DP-SGD from its certified PLD profile (both directions, ε over ℝ).
-
-    ``certificate`` = (α, T): T is a certified TPR bound at α found by the TPR-target solve
-    (a point of the profile certified on its own); the reported upper takes it into account.
-    """
-    from dpcalc.relations import risk as rel
-
-    # one composition per group of FPRs whose optimal ε lie within 1.5 of each other: the
-    # engine's tilt is sized for one ε, and far from it the certified bracket widens
-    mu = _gdp_mu(q, sigma, steps)
-    groups: list[list[float]] = []
-    for a in sorted(set(fprs), key=lambda a: _focus(mu, a)):
-        if groups and _focus(mu, a) - _focus(mu, groups[-1][0]) <= 1.5:
-            groups[-1].append(a)
-        else:
-            groups.append([a])
-    found: dict[float, tuple[float, float]] = {}
-    adv_lo, adv_hi = 0.0, 1.0
-    for group in groups:
-        grid, dlo, dup = pld_profile(q, sigma, steps, tolerance, group)
-        for a in group:
-            lo, hi = rel.profile_tpr(a, grid, dlo, dup)
-            if certificate is not None and a == certificate[0]:
-                hi = min(hi, certificate[1])
-            found[a] = (min(lo, hi), hi)
-        lo, hi = rel.profile_advantage(list(grid[:1]), dlo[:1], dup[:1])
-        adv_lo, adv_hi = max(adv_lo, lo), min(adv_hi, hi)  # each bracket is certified
-    block = _risk._block("pld", fprs, found.__getitem__, (adv_lo, adv_hi), point)
-    block["gdp_mu_estimate"] = _gdp_estimate(0.5 * (adv_lo + adv_hi))
-    return block
-
-
-def _gdp_estimate(advantage: float) -> float:
-    """μ of the Gaussian-DP curve G_μ with the same largest advantage, 2Φ(μ/2) − 1 [DRS19,
-    Eq (6)]: for readers used to GDP. An estimate, neither an upper nor a lower bound (the
-    profile is not exactly Gaussian)."""
-    from statistics import NormalDist
-
-    return 2.0 * NormalDist().inv_cdf(min(0.5 * (1.0 + advantage), 1.0 - 1e-16))
-
-
-def pld_target(q: float, sigma: float, steps: int, tolerance: float, alpha: float,
-               target: float):
-    """A monotone certified predicate for "TPR at α ≤ T" in (q, σ, steps), and the TPR upper
-    bound at the starting values (to correct the starting guess).
-
-    The profile at the given (starting) values locates the ε* where the bound
-    α e^ε + δ(ε) (or its mirrored form 1 − e^{−ε}(1 − α − δ(ε))) is smallest; the predicate
-    then certifies δ(ε*) ≤ threshold with the PLD engine's fast decision (certify_epsilon).
-    Each True is a certified TPR bound ≤ T [DRS19, Prop 2.12 at one ε]; a fixed ε* only
-    makes the answer a little conservative, never optimistic.
-    """
-    import numpy as np
-
-    from dpcalc.relations import pld
-
-    grid, _, dup = pld_profile(q, sigma, steps, tolerance, [alpha])
-    pos = alpha * np.exp(grid) + dup
-    neg = 1.0 - np.exp(-grid) * (1.0 - alpha - dup)
-    i_pos, i_neg = int(np.argmin(pos)), int(np.argmin(neg))
-    mirrored = neg[i_neg] < pos[i_pos]
-    eps = float(grid[i_neg] if mirrored else grid[i_pos])
-    slack = 1.0 - 1e-12  # the threshold is rounded down generously (a few float operations)
-    if mirrored:
-        # 1 − e^{−ε}(1 − α − δ) ≤ T  ⟺  δ ≤ 1 − α − e^{ε}(1 − T)
-        thr = (1.0 - alpha - math.exp(eps) * (1.0 - target) * (1.0 + 1e-12)) * slack
-    else:
-        thr = (target - alpha * math.exp(eps) * (1.0 + 1e-12)) * slack
-
-    def holds(q_: float, sigma_: float, steps_: int) -> bool:
-        if thr <= 0.0:
-            return False
-        return pld.certify_epsilon(q_, sigma_, steps_, math.log(thr), eps) is True
-
-    return holds, float(min(1.0, pos[i_pos], neg[i_neg]))
-
-
 def risk_of(q: float, sigma: float, steps: int, tolerance: float, fprs,
-            point: tuple | None, certificate: tuple | None = None) -> dict:
-    """The risk block of a DP-SGD run: the PLD profile, or (said so) the (ε, δ) point when the
-    PLD grid cannot certify this setting."""
-    from dpcalc.relations import pld
-
-    try:
-        return pld_block(q, sigma, steps, tolerance, fprs, point, certificate)
-    except pld.PLDUncertifiable as exc:
-        if point is None:
-            raise InfeasibleError(f"the PLD grid cannot certify the attack risk here ({exc})") \
-                from None
-        block = _risk.point_block({"epsilon": point[0], "delta": point[1]}, "epsilon", "delta",
-                                  fprs)
-        block["note"] = (f"the PLD grid cannot certify this profile ({exc}); " +
-                         _risk.POINT_NOTE)
-        return block
+            point: tuple | None, certificate: tuple | None = None, scheme=None) -> dict:
+    """The risk block of a DP-SGD run: the PLD profile of its items (run_items: the pairs of
+    its scheme), or (said so) the (ε, δ) point when the PLD grid cannot certify it."""
+    items = run_items(q, sigma, steps, scheme)
+    return _risk_pld.risk_of(items, tolerance, fprs, point, certificate, what="run")
 
 
 def _gdp_guess(unknown: str, values: dict, mu: float) -> float:
@@ -172,7 +48,7 @@ def _gdp_guess(unknown: str, values: dict, mu: float) -> float:
 
 
 def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, tolerance, solve_for,
-                  target: float, alpha: float) -> Result:
+                  target: float, alpha: float, scheme=None) -> Result:
     """Solve q, σ, epochs or steps of DP-SGD so that the certified TPR bound at FPR α is at
     most T (σ smallest; epochs, steps, q largest), through the one solver.
 
@@ -195,15 +71,26 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         (Q, NOISE, count), solve_for=solve_for)
     mu = rrel.gaussian_mu_for_tpr(target, alpha)
     guess = _gdp_guess(unknown.name, values, mu)
-    start = dict(values, **{unknown.name: guess})
-    if unknown.name == "epochs":
-        start["steps"] = steps_for(max(guess, values["q"]), values["q"])
-    if unknown.name == "steps":
-        start["steps"] = max(1, round(guess))
-    if "steps" not in start:
-        start["steps"] = steps_for(start["epochs"], start["q"])
-    holds, start_tpr = pld_target(start["q"], start["sigma"], start["steps"], tol, alpha,
-                                  target)
+
+    def placed(guess_: float):
+        """The certified predicate with ε* placed by the profile at the guess."""
+        st = dict(values, **{unknown.name: guess_})
+        if unknown.name == "epochs":
+            st["steps"] = steps_for(max(guess_, values["q"]), values["q"])
+        if unknown.name == "steps":
+            st["steps"] = max(1, round(guess_))
+        if "steps" not in st:
+            st["steps"] = steps_for(st["epochs"], st["q"])
+        holds_items, tpr_at = _risk_pld.target(run_items(st["q"], st["sigma"], st["steps"],
+                                                         scheme), tol, alpha, target)
+
+        def holds(q_: float, sigma_: float, steps_: int) -> bool:
+            return holds_items(run_items(q_, sigma_, steps_, scheme))
+
+        return holds, tpr_at, st
+
+    holds, start_tpr, start = placed(guess)
+    first = guess
     if alpha < start_tpr < 1.0:
         # correct the CLT guess by the ratio of the profile's μ to the CLT's at the start
         mu_eff = rrel.gaussian_mu_for_tpr(start_tpr, alpha)
@@ -215,24 +102,34 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         return v["steps"] if "steps" in v else steps_for(v["epochs"], rate)
 
     name = unknown.name
-    if name == "sigma":
-        st = steps_of(values, values["q"])
-        value = smallest_passing(lambda s: holds(values["q"], s, st), low=0.0, high=math.inf,
-                                 low_open=True, name="σ", guess=guess, guess_rtol=2e-3,
-                                 rtol=1e-4)
-    elif name in ("steps", "epochs"):
-        most = largest_passing_int(lambda n: holds(values["q"], values["sigma"], n), low=1,
-                                   name="steps", high=10**10, guess=max(1, int(guess)))
-        if name == "steps":
-            value = most
-        else:
+
+    def solve(holds) -> float:
+        if name == "sigma":
+            st = steps_of(values, values["q"])
+            return smallest_passing(lambda s: holds(values["q"], s, st), low=0.0,
+                                    high=math.inf, low_open=True, name="σ", guess=guess,
+                                    guess_rtol=2e-3, rtol=1e-4)
+        if name in ("steps", "epochs"):
+            most = largest_passing_int(lambda n: holds(values["q"], values["sigma"], n), low=1,
+                                       name="steps", high=10**10, guess=max(1, int(guess)))
+            if name == "steps":
+                return most
             value = math.floor(Fraction(most) * Fraction(values["q"]))
             if value < 1:
                 raise InfeasibleError(f"not even one epoch fits: at most {most} steps")
-    else:
-        value = largest_passing(lambda r: holds(r, values["sigma"], steps_of(values, r)),
-                                low=0.0, high=1.0, high_open=False, name="q", rtol=1e-9,
-                                guess=guess if 0 < guess < 1 else None, guess_rtol=2e-3)
+            return value
+        return largest_passing(lambda r: holds(r, values["sigma"], steps_of(values, r)),
+                               low=0.0, high=1.0, high_open=False, name="q", rtol=1e-9,
+                               guess=guess if 0 < guess < 1 else None, guess_rtol=2e-3)
+
+    try:
+        value = solve(holds)
+    except InfeasibleError:
+        if guess == first:
+            raise
+        # ε* was placed from a start far from the answer (the CLT guess is for Poisson
+        # add/remove): place it again at the corrected guess, once; still certified
+        value = solve(placed(guess)[0])
     values[name] = value
     if count is EPOCHS:
         values["steps"] = steps_for(values["epochs"], values["q"])
@@ -240,6 +137,8 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         values["epochs"] = values["steps"] * values["q"]
     parameters = {k: values[k] for k in ("q", "sigma", "epochs", "steps")}
     parameters.update(tpr=target, fpr=alpha)
+    if scheme is not None:
+        parameters.update(scheme.parameters())
     from dpcalc.references import REFS
 
     result = Result(
@@ -251,4 +150,5 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         symbols={"q": "q", "sigma": "σ", "epochs": "epochs", "steps": "steps", "tpr": "TPR",
                  "fpr": "FPR"})
     return _risk.attach(result, risk_of(values["q"], values["sigma"], values["steps"], tol,
-                                        (alpha,), None, certificate=(alpha, target)))
+                                        (alpha,), None, certificate=(alpha, target),
+                                        scheme=scheme))

@@ -123,7 +123,7 @@ class _Composition:
 def _compose(*, epsilon: object = None, delta: object = None, k: object = None,
              total_epsilon: object = None, total_delta: object = None, method: str | None = None,
              delta_slack: object = None, group: object = None, records: list | None = None,
-             solve_for: str | None = None) -> Result:
+             solve_for: str | None = None, fprs=(), tpr: object = None) -> Result:
     """Compose k (ε, δ)-DP mechanisms (or a heterogeneous list) and solve the one left out.
 
     Given totals are budgets: with ``total_delta`` given, the solved total ε is the smallest
@@ -141,7 +141,7 @@ def _compose(*, epsilon: object = None, delta: object = None, k: object = None,
 
         if method == "pld" or (method is None and is_plan(records)):
             return _plan(records, epsilon, delta, k, total_epsilon, total_delta, method,
-                         delta_slack, group, solve_for)
+                         delta_slack, group, solve_for, fprs, tpr)
         for i, rec in enumerate(records, 1):
             if isinstance(rec, dict) and "mechanism" in rec:
                 raise UsageError(f"--from: record {i} is a mechanism without an (ε, δ): "
@@ -221,7 +221,7 @@ def _compose(*, epsilon: object = None, delta: object = None, k: object = None,
 
 
 def _plan(records, epsilon, delta, k, total_epsilon, total_delta, method, delta_slack,
-          group, solve_for) -> Result:
+          group, solve_for, fprs=(), tpr=None) -> Result:
     """``--from`` with mechanism records: one PLD for the whole plan (dpcalc.api.plan)."""
     from dpcalc.api.plan import compose_plan
 
@@ -236,7 +236,7 @@ def _plan(records, epsilon, delta, k, total_epsilon, total_delta, method, delta_
     if group is not None:
         raise UsageError("--group with --from is not supported; apply group privacy per record")
     return compose_plan(records, total_epsilon=total_epsilon, total_delta=total_delta,
-                        method=method)
+                        method=method, fprs=fprs, tpr=tpr)
 
 
 def _solve(method: str, unknown: str, values: dict, log_slack: float | None,
@@ -342,14 +342,23 @@ def compose(*, fpr: object = None, tpr: object = None, **kwargs) -> Result:
 
     ``fpr`` (value or list, in (0, 1)) adds ``extra["risk"]``: the TPR bound at each FPR from
     the reported (ε, δ) point only (no profile of the mechanism is known here; the note says
-    so) [KOV15, Thm 2.1]. A ``tpr`` target is not available for this command.
+    so) [KOV15, Thm 2.1] — except for a ``--from`` plan (composed as one PLD), whose risk is
+    read from its own profile (exact for Gaussians, else the certified PLD) [DRS19, Prop
+    2.12], and where a ``tpr`` target (with one ``fpr``) solves the record's null number.
     """
     from dpcalc.api import _risk
 
     fprs = _risk.parse_fprs(fpr)
+    records, method = kwargs.get("records"), kwargs.get("method")
+    if records is not None:
+        from dpcalc.api.plan import is_plan
+
+        if method == "pld" or (method is None and is_plan(records)):
+            return _compose(**kwargs, fprs=fprs, tpr=tpr)     # the plan reads its profile
     if tpr is not None:
         raise UsageError("--tpr is not available for compose: only an (ε, δ) point is known "
-                         "here; set a TPR target on gaussian, laplace or dpsgd")
+                         "here; set a TPR target on gaussian, laplace, dpsgd or a --from plan "
+                         "of mechanisms")
     result = _compose(**kwargs)
     if not fprs:
         return result

@@ -199,31 +199,44 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     scheme = scheme_of(sampling, relation, examples_per_user)
     fprs = _risk.parse_fprs(fpr)
     target = _risk.parse_target(tpr, fprs, {"epsilon": epsilon, "delta": delta})
-    if (fprs or target is not None) and not scheme.is_default:
-        # the attack-risk read-outs are built on the Poisson add/remove profile; never a
-        # silent answer for another setting
-        raise UsageError("--fpr/--tpr are available for --sampling poisson with add-remove "
-                         "neighbours and one example per user; this run is "
-                         f"--sampling {scheme.sampling} --relation {scheme.relation} "
-                         f"--examples-per-user {scheme.k}")
+    run_scheme = None if scheme.is_default else scheme
+    if fprs or target is not None:
+        # the attack-risk read-outs use the profile of the run's own pair (run_items); a
+        # scheme without one refuses here, before any work: never a silent answer for
+        # another setting
+        from dpcalc.api._dpsgd_items import run_items
+
+        run_items(0.5, 1.0, 1, run_scheme)
     if curve_others and (target is not None or not scheme.is_default):
         raise UsageError("--curve-accountants is available for --sampling poisson with "
                          "add-remove neighbours and one example per user, without --tpr")
     if target is not None:
         from dpcalc.api._risk_dpsgd import dpsgd_for_tpr
 
+        if run_scheme is not None and accountant != "pld":
+            raise UsageError(f"--accountant {accountant} is not available with --sampling "
+                             f"{scheme.sampling} --relation {scheme.relation} "
+                             f"--examples-per-user {scheme.k}")
         return dpsgd_for_tpr(q=q, batch_size=batch_size, dataset_size=dataset_size,
                              sigma=sigma, epochs=epochs, steps=steps, tolerance=tolerance,
-                             solve_for=solve_for, target=target, alpha=fprs[0])
+                             solve_for=solve_for, target=target, alpha=fprs[0],
+                             scheme=run_scheme)
     tol = TOLERANCE.parse(tolerance)
     # the default combination (poisson, add-remove, K = 1) continues below unchanged
     from dpcalc.api.dpsgd_runs import dpsgd_run
 
-    if not scheme.is_default:
-        return dpsgd_run(scheme, q=q, batch_size=batch_size, dataset_size=dataset_size,
-                         sigma=sigma, epochs=epochs, steps=steps, epsilon=epsilon, delta=delta,
-                         accountant=accountant, tolerance=tol, curve=curve,
-                         solve_for=solve_for, compare=compare)
+    if run_scheme is not None:
+        result = dpsgd_run(scheme, q=q, batch_size=batch_size, dataset_size=dataset_size,
+                           sigma=sigma, epochs=epochs, steps=steps, epsilon=epsilon,
+                           delta=delta, accountant=accountant, tolerance=tol, curve=curve,
+                           solve_for=solve_for, compare=compare)
+        if not fprs:
+            return result
+        from dpcalc.api._risk_dpsgd import risk_of
+
+        p = result.parameters
+        return _risk.attach(result, risk_of(p["q"], p["sigma"], p["steps"], tol, fprs,
+                                            (p["epsilon"], p["delta"]), scheme=run_scheme))
     from dpcalc.api.subsample import rate_text, resolve_rate
 
     q = resolve_rate(q, batch_size, dataset_size, "--batch-size", "--dataset-size")

@@ -67,6 +67,28 @@ def scheme_of(sampling: str | None, relation: str | None, examples_per_user: obj
     return Scheme(sampling, relation, int(k))
 
 
+def pair_of(scheme: Scheme, q: float, sigma: float):
+    """The dominating pair of one step of the combination (shuffle has none: ValueError).
+    The one map from a run's setting to its pair: every PLD question about a run (ε, δ, the
+    attack risk, plans) goes through it (dpcalc.api._dpsgd_items.run_items)."""
+    s = scheme
+    if s.sampling == "shuffle":
+        raise ValueError("shuffled batches have no dominating pair here")
+    if s.sampling == "fixed-batch":
+        from dpcalc.mechanisms._mixture import EnginePair
+        from dpcalc.mechanisms.fixed_batch import SymmetrisedPair
+
+        return EnginePair(("fixed-batch", float(q), float(sigma)),
+                          {"remove": SymmetrisedPair(q, sigma)}, symmetric=True)
+    if s.relation == "replace-one":
+        from dpcalc.mechanisms import poisson_replace_one
+
+        return poisson_replace_one.engine_pair(q, sigma, s.k)
+    from dpcalc.mechanisms import poisson_add_remove
+
+    return poisson_add_remove.engine_pair(q, sigma, s.k)
+
+
 class _Pld:
     """ε(δ), δ(ε) and (ε, δ)-DP of T steps of one combination's pair, certified [KJH20]."""
 
@@ -75,20 +97,7 @@ class _Pld:
         self._seen: dict = {}
 
     def pair(self, q: float, sigma: float):
-        s = self.scheme
-        if s.sampling == "fixed-batch":
-            from dpcalc.mechanisms._mixture import EnginePair
-            from dpcalc.mechanisms.fixed_batch import SymmetrisedPair
-
-            return EnginePair(("fixed-batch", float(q), float(sigma)),
-                              {"remove": SymmetrisedPair(q, sigma)}, symmetric=True)
-        if s.relation == "replace-one":
-            from dpcalc.mechanisms import poisson_replace_one
-
-            return poisson_replace_one.engine_pair(q, sigma, s.k)
-        from dpcalc.mechanisms import poisson_add_remove
-
-        return poisson_add_remove.engine_pair(q, sigma, s.k)
+        return pair_of(self.scheme, q, sigma)
 
     def epsilon(self, q, sigma, steps, log_delta):
         key = ("e", q, sigma, steps, log_delta)

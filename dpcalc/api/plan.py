@@ -168,18 +168,21 @@ def _steps(r: _Rec, v: dict) -> int:
     return steps
 
 
-def _item(r: _Rec, v: dict, count: int):
-    """(pair, count) of one record, with the values v (the unknown filled in)."""
+def _items_of(r: _Rec, v: dict, count: int) -> list:
+    """[(pair, count)] of one record, with the values v (the unknown filled in); a DP-SGD
+    record's pairs come from run_items (the pairs of its setting, or an error)."""
+    from dpcalc.api._dpsgd_items import record_scheme, run_items
     from dpcalc.mechanisms import pair_class
 
     if r.kind == "gaussian":
-        return pair_class("gaussian")(float(v["sigma"]), float(v.get("sensitivity", 1.0))), count
+        return [(pair_class("gaussian")(float(v["sigma"]), float(v.get("sensitivity", 1.0))),
+                 count)]
     if r.kind == "laplace":
-        return pair_class("laplace")(float(v["scale"]), float(v.get("sensitivity", 1.0))), count
+        return [(pair_class("laplace")(float(v["scale"]), float(v.get("sensitivity", 1.0))),
+                 count)]
     if r.kind == "point":
-        return pair_class("eps-delta")(float(v["epsilon"]), log_of(v["delta"])), count
-    steps = _steps(r, v)
-    return pair_class("subsampled-gaussian")(float(v["q"]), float(v["sigma"])), count * steps
+        return [(pair_class("eps-delta")(float(v["epsilon"]), log_of(v["delta"])), count)]
+    return run_items(float(v["q"]), float(v["sigma"]), count * _steps(r, v), record_scheme(v))
 
 
 def _gaussian_sigma_eff(items) -> float:
@@ -205,7 +208,7 @@ class _Plan:
                     count = fill[2]
                 else:
                     v[fill[1]] = fill[2]
-            out.append(_item(r, v, count))
+            out.extend(_items_of(r, v, count))
         return out
 
     def epsilon(self, log_td: float, fill=None):
@@ -256,8 +259,14 @@ def _certified(fn):
 
 
 def compose_plan(records: list[dict], *, total_epsilon: object, total_delta: object,
-                 method: str | None, tolerance: float = 1e-3) -> Result:
+                 method: str | None, tolerance: float = 1e-3, fprs=(),
+                 tpr: object = None) -> Result:
     """Compose a plan of mechanisms (and (ε, δ) points) as one PLD; solve what is left out.
+
+    ``fprs`` adds the attack risk (TPR bound at each FPR) from the plan's own profile: exact
+    for a plan of Gaussians, else the certified PLD profile of its items [DRS19, Prop 2.12].
+    ``tpr`` (a target T with exactly one FPR α, in place of the totals) solves the record's
+    null so that the certified TPR bound at α is at most T.
 
     Raises:
         UsageError, DomainError: bad records or options. InfeasibleError: nothing fits.
@@ -278,11 +287,20 @@ def compose_plan(records: list[dict], *, total_epsilon: object, total_delta: obj
     plan = _Plan(recs, tolerance)
     n_mech = None if any(r.count is None for r in recs) else sum(r.count for r in recs)
     notes = [_how(recs, plan.gaussian)]
+    from dpcalc.api import _risk
+
+    target = _risk.parse_target(tpr, fprs, {"total_epsilon": total_epsilon,
+                                            "total_delta": total_delta})
+    if target is not None:
+        if not nulls:
+            raise UsageError("--tpr with --from solves a record's number: give it as null "
+                             "(or leave --tpr out and read --fpr)")
+        return _solve_null(plan, recs, nulls[0], None, None, notes, target=(fprs[0], target))
     if nulls:
         if te is None or td is None:
             raise UsageError("--from: a record leaves a number out (null): give both "
                              "--total-epsilon and --total-delta")
-        return _solve_null(plan, recs, nulls[0], te, td, notes)
+        return _solve_null(plan, recs, nulls[0], te, td, notes, fprs)
     if te is not None and td is not None:
         raise UsageError("too many parameters: with --from leave --total-epsilon or "
                          "--total-delta out")
@@ -303,12 +321,17 @@ def compose_plan(records: list[dict], *, total_epsilon: object, total_delta: obj
 
             bounds = Bounds(exp_down(br[0]) if br[0] > -math.inf else 0.0, value)
     parameters = {"k": n_mech, "total_epsilon": te_v, "total_delta": td_v}
-    return Result(
+    result = Result(
         command="compose", solved_for=solved_for, value=value, parameters=parameters,
         method="pld", direction="upper", reference=_reference(plan.gaussian), bounds=bounds,
         comparison=tuple(_comparison(plan, recs, te, td)), notes=tuple(notes),
         extra={"mechanisms": len(recs), "exact_gaussian": plan.gaussian},
         symbols={"k": "mechanisms", "total_epsilon": "total ε", "total_delta": "total δ"})
+    if not fprs:
+        return result
+    from dpcalc.api._risk_plan import plan_risk
+
+    return _risk.attach(result, plan_risk(plan, None, fprs, (te_v, td_v)))
 
 
 def _reference(gaussian: bool) -> str:
@@ -377,48 +400,88 @@ def _points(plan: _Plan, recs: list[_Rec], td, share: int, stated: bool) -> list
     return out
 
 
-def _solve_null(plan: _Plan, recs: list[_Rec], null, te, td, notes) -> Result:
-    pos, name = null
-    i = pos - 1
-    log_td = log_of(td)
-    path = f"records[{i}].{name}"
-
+def _solve_value(check, recs: list[_Rec], i: int, name: str, path: str, guess=None,
+                 rtol: float = 2e-5):
+    """The private-side value of record i's ``name`` under the monotone certified predicate
+    check(fill) (fill = (i, field, value)), and the direction of the claim (``rtol``: the
+    relative resolution of a real-valued unknown; the passing side is returned)."""
     def holds(x):
-        return plan.holds(te, log_td, (i, name, x))
+        return check((i, name, x))
 
     if name in ("sigma", "scale"):
         # the PLD bound is 1e-3 tight: 2e-5 on the noise is plenty (holds decides the side)
-        value = smallest_passing(holds, low=0.0, high=math.inf, low_open=True, name=path,
-                                 rtol=2e-5)
-        direction = "upper"
-    elif name == "q":
-        value = largest_passing(holds, low=0.0, high=1.0, high_open=False, name=path,
-                                rtol=2e-5)
-        direction = "lower"
-    elif name == "epochs":
+        return smallest_passing(holds, low=0.0, high=math.inf, low_open=True, name=path,
+                                rtol=rtol, guess=guess, guess_rtol=1e-2), "upper"
+    if name == "q":
+        return largest_passing(holds, low=0.0, high=1.0, high_open=False, name=path,
+                               rtol=rtol, guess=guess if guess is not None and 0 < guess < 1
+                               else None, guess_rtol=1e-2), "lower"
+    if name == "epochs":
         # the largest steps that fit, then the largest epochs with ⌈epochs/q⌉ ≤ those steps
         q = recs[i].values["q"]
         del recs[i].values["epochs"]
-        n = largest_passing_int(lambda s: plan.holds(te, log_td, (i, "steps", s)), low=1,
-                                name=path, high=MAX_STEPS)
+        try:
+            n = largest_passing_int(lambda s: check((i, "steps", s)), low=1, name=path,
+                                    high=MAX_STEPS,
+                                    guess=None if guess is None else max(1, int(guess / q)))
+        finally:
+            recs[i].values["epochs"] = None
         value = float(Fraction(n) * Fraction(q))
         while math.ceil(Fraction(value) / Fraction(q)) > n:
             value = math.nextafter(value, 0.0)
-        recs[i].values["epochs"] = None
-        direction = "lower"
-    else:   # steps, count
-        value = largest_passing_int(holds, low=1, name=path, high=MAX_STEPS)
-        direction = "lower"
-    if holds(value) is not True:     # the solver returns the passing side; checked once more
-        raise InfeasibleError(f"no {path} meets --total-epsilon and --total-delta")
+        return value, "lower"
+    # steps, count
+    return largest_passing_int(holds, low=1, name=path, high=MAX_STEPS,
+                               guess=None if guess is None else max(1, int(guess))), "lower"
+
+
+def _solve_null(plan: _Plan, recs: list[_Rec], null, te, td, notes, fprs=(),
+                target=None) -> Result:
+    """Solve record ``null``'s number: for (te, td), or (target = (α, T)) so that the
+    certified TPR bound at FPR α is at most T [DRS19, Prop 2.12]."""
+    from dpcalc.api import _risk, _risk_plan
+
+    pos, name = null
+    i = pos - 1
+    path = f"records[{i}].{name}"
+    if target is None:
+        log_td = log_of(td)
+
+        def check(fill):
+            return plan.holds(te, log_td, fill)
+
+        value, direction = _solve_value(check, recs, i, name, path)
+        goal = "--total-epsilon and --total-delta"
+    else:
+        value, direction, check = _risk_plan.solve_tpr(plan, recs, i, name, path, target,
+                                                       _solve_value)
+        goal = f"TPR {target[1]:g} at FPR {target[0]:g}"
+    # the solver returns the passing side; checked once more
+    if check((i, name, value)) is not True:
+        raise InfeasibleError(f"no {path} meets {goal}")
     n_mech = sum((value if (j == i and name == "count") else r.count)
                  for j, r in enumerate(recs))
     notes = [*notes, f"{path} is record {pos}'s {name} (records counted from 0 in the path)"]
-    return Result(
-        command="compose", solved_for=path, value=value,
-        parameters={path: value, "k": n_mech, "total_epsilon": te, "total_delta": td},
+    if target is None:
+        parameters = {path: value, "k": n_mech, "total_epsilon": te, "total_delta": td}
+        symbols = {"total_epsilon": "total ε", "total_delta": "total δ"}
+    else:
+        parameters = {path: value, "k": n_mech, "tpr": target[1], "fpr": target[0]}
+        symbols = {"tpr": "TPR", "fpr": "FPR"}
+        how = "exact Gaussian trade-off" if plan.gaussian else "certified PLD profile"
+        notes.append(f"{path} solved so that no membership-inference test exceeds TPR "
+                     f"{target[1]:g} at FPR {target[0]:g} ({how})")
+    result = Result(
+        command="compose", solved_for=path, value=value, parameters=parameters,
         method="pld", direction=direction, reference=_reference(plan.gaussian),
         notes=tuple(notes), extra={"mechanisms": len(recs), "exact_gaussian": plan.gaussian},
         symbols={path: f"record {pos} {_PARAMS[name].symbol or name}", "k": "mechanisms",
-                 "total_epsilon": "total ε",
-                 "total_delta": "total δ"})
+                 **symbols})
+    if target is not None:
+        fprs = tuple(dict.fromkeys((target[0], *fprs)))
+    if not fprs:
+        return result
+    point = None if target is not None else (te, td)
+    certificate = None if target is None else target
+    return _risk.attach(result, _risk_plan.plan_risk(plan, (i, name, value), fprs, point,
+                                                     certificate))

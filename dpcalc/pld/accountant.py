@@ -12,20 +12,25 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from dpcalc.pld._core import _RHO_MIN, PLDUncertifiable
 from dpcalc.pld.compose import (
+    _chernoff_log_delta,
+    _compose_points,
     _delta_passes,
     _directions,
     _eps_core,
     _first_rho,
     _log_eta,
     _next_rho,
+    _plans_delta,
     _plans_eps,
 )
 from dpcalc.pld.pair import DominatingPair
 
 __all__ = ["Profile", "certify_epsilon", "epsilon_bounds", "epsilon_curve",
-           "log_delta_bounds"]
+           "log_delta_bounds", "log_delta_profile", "loss_variance"]
 
 
 def _canonical(items) -> list[tuple[DominatingPair, int]]:
@@ -160,6 +165,89 @@ def certify_epsilon(items: Sequence[tuple[DominatingPair, int]], log_delta: floa
     return None
 
 
+def log_delta_profile(items: Sequence[tuple[DominatingPair, int]], epsilons,
+                      tolerance: float = 1e-3, focus: float | None = None,
+                      log_delta_floor: float = -30.0) -> tuple[np.ndarray, np.ndarray]:
+    """Certified brackets (log lower, log upper) on δ(ε) of a plan at many ε (any real ε),
+    from one composition per pass (both directions, both sides; δ is the larger direction,
+    as in log_delta_bounds) [KJH20], [DGKKM22, Alg. 1].
+
+    The tilt and budgets are sized for ``focus`` (default: the median ε); every point is
+    certified whatever the tilt, only its width depends on it.  Directions whose δ is exactly
+    0 at the focus but not at the smallest ε are composed with the tilt of that ε.  Passes
+    refine ρ while the relative width (1 − δ_low/δ_up) exceeds ``tolerance`` at some ε with
+    log δ_up above ``log_delta_floor`` (at most 4 passes).  Each pass reuses the engine's
+    composition and _Final (read by _Final.log_delta_many), so the error analysis of
+    dpcalc.pld applies unchanged; the best bracket over the passes is kept (each is
+    certified).  log lower may be −inf (no positive lower bound certified).
+
+    Raises:
+        PLDUncertifiable: no certified bracket at any resolution tried.
+    """
+    _check_tol(tolerance)
+    grid = np.asarray([float(e) for e in epsilons], dtype=float)
+    if not np.all(np.isfinite(grid)):
+        raise ValueError("epsilons must be finite")
+    n = grid.size
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    pair, steps, fixed = _split(items)
+    tol = float(tolerance)
+    ref = float(np.median(grid)) if focus is None else float(focus)
+    low_eps = min(ref, float(np.min(grid)))
+    ch = _chernoff_log_delta(pair, steps, ref, fixed)
+    if ch == -math.inf:
+        ch = _chernoff_log_delta(pair, steps, low_eps, fixed)
+    # a guess of log δ, only to size the truncation budgets (the Chernoff value overshoots)
+    est = ch - 8.0 - 0.05 * abs(ch) if ch > -math.inf else -30.0
+    best_lo = np.full(n, -np.inf)
+    best_up = np.zeros(n)
+
+    def evaluate(i, finals):
+        lo = np.full(n, -np.inf)
+        up = np.full(n, -np.inf)
+        for (_, pess), fin in finals.items():
+            v = fin.log_delta_many(grid)
+            if pess:
+                up = np.maximum(up, v)
+            else:
+                lo = np.maximum(lo, v)
+        return lo, up
+
+    rho = _first_rho(tol)
+    done = False
+    for _ in range(4):
+        plans = _plans_delta(pair, steps, ref, tol, est, fixed)
+        plans.update({d: p for d, p in _plans_delta(pair, steps, low_eps, tol, est,
+                                                     fixed).items() if d not in plans})
+        if not plans:                 # every loss is bounded below every ε: δ = 0 exactly
+            return np.full(n, -np.inf), np.full(n, -np.inf)
+        lo, up = _compose_points(pair, [steps], rho, plans,
+                                 _log_eta(est, tol, steps + sum(k for _, k in fixed)),
+                                 evaluate, directions=list(plans), fixed=fixed)[0]
+        best_lo = np.maximum(best_lo, lo)
+        best_up = np.minimum(best_up, up)
+        done = True
+        with np.errstate(invalid="ignore"):
+            w = np.where(best_up > -np.inf, -np.expm1(best_lo - best_up), 0.0)
+        w = np.where(best_up > log_delta_floor, w, 0.0)
+        width = float(np.max(w))
+        if width <= tol or rho <= _RHO_MIN:
+            break
+        rho = _next_rho(rho, tol, width)
+    if not done or not np.all(best_up <= 0.0):
+        raise PLDUncertifiable("no certified δ bracket at this resolution")
+    return best_lo, best_up
+
+
+def loss_variance(items: Sequence[tuple[DominatingPair, int]]) -> float:
+    """Σ n·Var_P(L) of a plan's "remove" losses, by the pairs' quadratures: a heuristic (to
+    place grids and seed solvers; never part of a bound)."""
+    from dpcalc.pld.plan import _cgf
+
+    return math.fsum(n * _cgf(p, "remove", 0.0)[2] for p, n in _canonical(items))
+
+
 class Profile:
     """One composed PLD of a plan, read at many ε: certified (log δ_low, log δ_up) brackets.
 
@@ -172,8 +260,6 @@ class Profile:
 
     def __init__(self, items: Sequence[tuple[DominatingPair, int]], log_delta: float = -11.5,
                  tolerance: float = 1e-3):
-        from dpcalc.pld.compose import _compose_points
-
         _check_tol(tolerance)
         _check_log_delta(log_delta)
         self.items = _canonical(items)
@@ -198,6 +284,19 @@ class Profile:
                 up = max(up, v)
             else:
                 lo = max(lo, v)
+        return lo, up
+
+    def log_delta_many(self, epsilons) -> tuple[np.ndarray, np.ndarray]:
+        """(log lower, log upper) arrays on δ at many ε, vectorised (_Final.log_delta_many)."""
+        grid = np.asarray([float(e) for e in epsilons], dtype=float)
+        up = np.full(grid.size, -np.inf)
+        lo = np.full(grid.size, -np.inf)
+        for (_, pess), fin in self._finals.items():
+            v = fin.log_delta_many(grid)
+            if pess:
+                up = np.maximum(up, v)
+            else:
+                lo = np.maximum(lo, v)
         return lo, up
 
     def delta_bounds(self, epsilons) -> list[tuple[float, float]]:

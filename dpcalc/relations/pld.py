@@ -34,16 +34,8 @@ from dpcalc.mechanisms._normal import _ERFC_REL, _log_erfc
 from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
 from dpcalc.pld import _core, compose, discretise, evaluate, plan, pmf
 from dpcalc.pld import accountant as _acc
-from dpcalc.pld._core import _RHO_MIN, _U, PLDUncertifiable, _log_sub, _lse
-from dpcalc.pld.compose import (
-    _chernoff_log_delta,
-    _compose_points,
-    _eps_core,
-    _first_rho,
-    _log_eta,
-    _next_rho,
-    _plans_delta,
-)
+from dpcalc.pld._core import _U, PLDUncertifiable
+from dpcalc.pld.compose import _eps_core
 from dpcalc.pld.pmf import _conv, _Dist, _Engine, _fft_roundoff_l2
 
 __all__ = [
@@ -57,7 +49,7 @@ __all__ = [
 
 # re-exported for the tests of the engine's building blocks
 _INTERNALS = (_ERFC_REL, _U, _conv, _Dist, _Engine, _fft_roundoff_l2, _log_erfc)
-_ENGINE_MODULES = (_core, compose, discretise, evaluate, plan, pmf)
+_ENGINE_MODULES = (_core, compose, discretise, evaluate, plan, pmf, _acc)
 
 
 class _Shim(types.ModuleType):
@@ -187,15 +179,12 @@ def certify_epsilon(q: float, noise_multiplier: float, steps: int, log_delta: fl
 def log_delta_profile(q: float, noise_multiplier: float, steps: int, epsilons,
                       tolerance: float = 1e-3, focus: float | None = None,
                       log_delta_floor: float = -30.0) -> tuple[np.ndarray, np.ndarray]:
-    """Certified brackets (log lower, log upper) on δ(ε) at many ε ≥ 0 from one composition
-    per pass (both directions, both sides; δ is the larger direction, as in log_delta_bounds).
-
-    The tilt and budgets are sized for ``focus`` (default: the median ε); every point is
-    certified whatever the tilt, only its width depends on it.  Passes refine ρ while the
-    relative width (1 − δ_low/δ_up) exceeds ``tolerance`` at some ε with log δ_up above
-    ``log_delta_floor`` (at most 4 passes).  Each pass reuses _compose_points and
-    the engine's _Final unchanged, so the error analysis of the module docstring applies.
-    References: [KJH20], [DGKKM22, Alg. 1] (see the module docstring).
+    """Certified brackets (log lower, log upper) on δ(ε) of DP-SGD at many ε ≥ 0 from one
+    composition per pass (both directions, both sides; δ is the larger direction, as in
+    log_delta_bounds): the engine's plan reader (dpcalc.pld.accountant.log_delta_profile) on
+    the one item (subsampled Gaussian, T).  ``focus`` sizes the tilt (default: the median
+    ε); passes refine while the relative width exceeds ``tolerance`` above
+    ``log_delta_floor``.  References: [KJH20], [DGKKM22, Alg. 1] (see the module docstring).
 
     Raises:
         PLDUncertifiable: no certified bracket at any resolution tried.
@@ -204,81 +193,6 @@ def log_delta_profile(q: float, noise_multiplier: float, steps: int, epsilons,
     _validate(q, noise_multiplier, [steps], tolerance)
     for e in eps:
         _check_epsilon(e)
-    q, sigma, tol, steps = float(q), float(noise_multiplier), float(tolerance), int(steps)
-    ref = float(np.median(eps)) if focus is None else float(focus)
-    pair = SubsampledGaussian(q, sigma)
-    ch = _chernoff_log_delta(pair, steps, ref)
-    est = ch - 8.0 - 0.05 * abs(ch)
-    n = len(eps)
-    best_lo = np.full(n, -np.inf)
-    best_up = np.zeros(n)
-
-    grid = np.asarray(eps, dtype=float)
-
-    def many(fin) -> np.ndarray:
-        # δ_fin(ε) = Σ_{ℓ_j>ε} m_j(1 − e^{ε−ℓ_j}) = S_a − e^ε S_b (suffix sums, O(n + m log n))
-        # with a rigorous relative error γ on each suffix sum: the masses' own error
-        # (fin.rel), recursive summation of ≤ n nonnegative terms ((n + 8)u), the rounding of
-        # the exponents (8u·max|exponent|); terms lost to underflow below e^{M−700} are paid
-        # as an absolute n·e^{M−700}.  The upper end uses S_a(1+γ) − e^ε S_b(1−γ), the lower
-        # S_a(1−γ) − e^ε S_b(1+γ): each encloses the exact sum.
-        ell, lm = fin.ell_nz, fin.lm_nz
-        if ell.size == 0:
-            lfin_up = lfin_lo = np.full(n, -np.inf)
-        else:
-            ma, mb = float(np.max(lm)), float(np.max(lm - ell))
-            with np.errstate(under="ignore"):
-                sa = np.concatenate((np.cumsum(np.exp(lm - ma)[::-1])[::-1], [0.0]))
-                sb = np.concatenate((np.cumsum(np.exp(lm - ell - mb)[::-1])[::-1], [0.0]))
-            big = float(np.max(np.abs(lm))) + float(np.max(np.abs(ell))) + abs(ma) + abs(mb)
-            k = np.searchsorted(ell, grid, side="right")
-            gam = 2.0 * fin.rel + (ell.size + 8) * 4 * _U + 8 * _U * (big + np.abs(grid) + 50.0)
-            lost = math.log(ell.size) + max(ma, mb + float(np.max(grid))) - 700.0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                la_up = ma + np.log(sa[k] * (1.0 + gam))
-                la_lo = ma + np.log(sa[k] * (1.0 - gam))
-                lb_up = grid + mb + np.log(sb[k] * (1.0 + gam))
-                lb_lo = grid + mb + np.log(sb[k] * (1.0 - gam))
-            lfin_up = _lse(_log_sub(la_up, lb_lo), np.full(n, lost))
-            lfin_lo = _log_sub(_log_sub(la_lo, lb_up), np.full(n, lost))
-        lerr = fin.lerr - fin.lam * grid
-        with np.errstate(invalid="ignore"):
-            if fin.pess:
-                v = np.where(lfin_up > -np.inf, lfin_up + math.log1p(fin.rel), -np.inf)
-                r = _lse(v, lerr, np.full(n, fin.lpinf))
-                return np.where(np.isnan(r), np.inf, r)
-            r = _log_sub(lfin_lo + math.log1p(-fin.rel), lerr)
-            return np.where((lfin_lo == -np.inf) | ~(lerr < np.inf) | np.isnan(r), -np.inf, r)
-
-    def evaluate(i, finals):
-        lo = np.full(n, -np.inf)
-        up = np.full(n, -np.inf)
-        for (_, pess), fin in finals.items():
-            v = many(fin)
-            if pess:
-                up = np.maximum(up, v)
-            else:
-                lo = np.maximum(lo, v)
-        return lo, up
-
-    rho = _first_rho(tol)
-    done = False
-    for _ in range(4):
-        plans = _plans_delta(pair, steps, ref, tol, est)
-        plans.update({d: p for d, p in _plans_delta(pair, steps, 0.0, tol, est).items()
-                      if d not in plans})
-        lo, up = _compose_points(pair, [steps], rho, plans, _log_eta(est, tol, steps),
-                                 evaluate, directions=list(plans))[0]
-        best_lo = np.maximum(best_lo, lo)
-        best_up = np.minimum(best_up, up)
-        done = True
-        with np.errstate(invalid="ignore"):
-            w = np.where(best_up > -np.inf, -np.expm1(best_lo - best_up), 0.0)
-        w = np.where(best_up > log_delta_floor, w, 0.0)
-        width = float(np.max(w)) if n else 0.0
-        if width <= tol or rho <= _RHO_MIN:
-            break
-        rho = _next_rho(rho, tol, width)
-    if not done or not np.all(best_up <= 0.0):
-        raise PLDUncertifiable("no certified δ bracket at this resolution")
-    return best_lo, best_up
+    pair = SubsampledGaussian(float(q), float(noise_multiplier))
+    return _acc.log_delta_profile([(pair, int(steps))], eps, float(tolerance), focus=focus,
+                                  log_delta_floor=log_delta_floor)
