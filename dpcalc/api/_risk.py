@@ -124,8 +124,11 @@ def point_block(parameters: dict, eps_key: str, delta_key: str, fprs) -> dict | 
     point = _point_of(parameters, eps_key, delta_key)
     if point is None:
         return None
-    return _block("point", fprs, lambda a: rel.point_tpr(point[0], point[1], a),
-                  rel.point_advantage(*point), point, POINT_NOTE)
+    # Only the point is known: its curve is the upper bound (tight for the worst (ε, δ)-DP
+    # mechanism), but the mechanism's own largest TPR may be as low as the trivial test's,
+    # TPR = FPR (advantage 0): that is the lower end that holds for every such mechanism.
+    return _block("point", fprs, lambda a: (a, rel.point_tpr(point[0], point[1], a)[1]),
+                  (0.0, rel.point_advantage(*point)[1]), point, POINT_NOTE)
 
 
 def mu_up(sensitivity: float, noise: float) -> float:
