@@ -186,6 +186,9 @@ def largest_passing_int(holds: Callable[[int], bool | None], *, low: int, name: 
                         high: int | None = None, guess: int | None = None) -> int:
     """Largest integer n >= low with ``holds(n)``; exact (monotone predicate).
 
+    A ``guess`` (believed close, e.g. from a relation's own search) is probed first and the
+    bracket widened from it by 1, 2, 4, ...: an exact guess costs two probes.
+
     Raises:
         InfeasibleError: ``holds(low)`` fails, or every n up to 2**62 passes.
     """
@@ -193,7 +196,24 @@ def largest_passing_int(holds: Callable[[int], bool | None], *, low: int, name: 
     if holds(low) is not True:
         raise InfeasibleError(f"even {name} = {low} does not meet the target")
     ok = low
-    step = max(1, (guess - low) if guess is not None and guess > low else 1)
+    step = 1
+    if guess is not None and low < guess <= cap:
+        # a guess believed close: widen from it by 1, 2, 4, ... towards the failing side
+        if holds(guess) is not True:
+            fail = guess
+            while fail - ok > 1:
+                probe = max(fail - step, ok + 1)
+                if holds(probe) is True:
+                    ok = probe
+                    break
+                fail = probe
+                step *= 2
+            return _bisect_int(holds, ok, fail)
+        ok = guess
+        if ok == cap:
+            if high is None:
+                raise InfeasibleError(f"every {name} up to {cap} meets the target")
+            return ok
     while True:
         probe = min(ok + step, cap)
         if probe == ok:
@@ -208,6 +228,11 @@ def largest_passing_int(holds: Callable[[int], bool | None], *, low: int, name: 
         else:
             fail = probe
             break
+    return _bisect_int(holds, ok, fail)
+
+
+def _bisect_int(holds: Callable[[int], bool | None], ok: int, fail: int) -> int:
+    """Passing ``ok`` < failing ``fail``: the largest passing integer between them."""
     while fail - ok > 1:
         mid = (ok + fail) // 2
         if holds(mid) is True:
