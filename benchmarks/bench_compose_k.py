@@ -6,12 +6,16 @@ Runs each command through ``python -m dpcalc`` and prints its answer and CPU tim
 of the child). ``--src DIR`` puts another checkout's sources first on the path (e.g. an
 exported older commit, for before/after numbers).
 
-Measured on the shared 2-core machine (2026-11-22, CPU seconds, user + sys):
+Measured on the shared 2-core machine under load (2026-11-22, CPU seconds, user + sys;
+before = 5fa4f36 exported with ``git archive``, passed as ``--src``):
 
-    case                                   before (5fa4f36)   after
-    ε = 1,   total ε = 4294967297              ~7-12 s          ~1.2 s
-    ε = 0.1, total ε = 4294967297              > 45 s           see below
-    ε = 1e308, k = 4294967297 (solve δ)          ~0.9 s          ~0.9 s
+    case                                       before                        after
+    ε = 1,   total ε = 4294967297 -> 9293320153      6.8 s                         0.9 s
+    ε = 0.1, total ε = 4294967297 -> 859630116226    killed after 390 s wall       10.1 s
+    ε = 1e308, k = 4294967297 (solve δ)              (fast already)                0.3 s
+
+The ε = 0.1 answer needs ~7 exact probes at k ≈ 8.6e11, each summing a ~7e6-term window of
+the binomial (O(√k)): the probe count is now small, the per-probe cost is what remains.
 """
 
 from __future__ import annotations
