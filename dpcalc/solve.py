@@ -186,6 +186,9 @@ def largest_passing_int(holds: Callable[[int], bool | None], *, low: int, name: 
                         high: int | None = None, guess: int | None = None) -> int:
     """Largest integer n >= low with ``holds(n)``; exact (monotone predicate).
 
+    A ``guess`` (believed close, e.g. from a relation's own search) is probed first and the
+    bracket widened from it by 1, 2, 4, ...: an exact guess costs two probes.
+
     Raises:
         InfeasibleError: ``holds(low)`` fails, or every n up to 2**62 passes.
     """
@@ -225,6 +228,11 @@ def largest_passing_int(holds: Callable[[int], bool | None], *, low: int, name: 
         else:
             fail = probe
             break
+    return _bisect_int(holds, ok, fail)
+
+
+def _bisect_int(holds: Callable[[int], bool | None], ok: int, fail: int) -> int:
+    """Passing ``ok`` < failing ``fail``: the largest passing integer between them."""
     while fail - ok > 1:
         mid = (ok + fail) // 2
         if holds(mid) is True:

@@ -61,7 +61,7 @@ def test_every_public_relation_cites_a_known_reference(name, fn):
     assert not unknown, f"{name} cites unknown keys {unknown}"
 
 
-COMMAND_MODULES = ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd")
+COMMAND_MODULES = ("gaussian", "laplace", "compose", "subsample", "rdp", "dpsgd", "batch")
 
 
 @pytest.mark.parametrize("name", COMMAND_MODULES)

@@ -292,15 +292,14 @@ FOUND: dict[str, str] = {
     "0.999999999999999999999 --json": "items 1 and 7: a repeated option is accepted; input δ = 1.0",
     "compose --from @12 --max-epsilon 0.3284 --value":
         'item 8: a --from record with "command": [] is exit 3',
+    "compose --total-epsilon 7.288 --k 4294967297 --total-delta 1.351e-05 --epsilon 1e308":
+        "item 13: ran for minutes (now answers at once)",
 }
-#: Found by the longer runs; they join the default run (the last one hangs: --run-slow only).
+#: Found by the longer runs; they join the default run.
 REGRESSIONS = [line.split() for line in list(FOUND)[1:]]
 #: Cases still open: strict xfail, remove the mark when the fix lands.
 KNOWN_OPEN: dict[str, str] = {}
-SLOW_REGRESSIONS = {
-    "compose --total-epsilon 7.288 --k 4294967297 --total-delta 1.351e-05 --epsilon 1e308":
-        "item 13: runs for minutes",
-}
+SLOW_REGRESSIONS: dict[str, str] = {}
 
 DEFAULT = cases(seed=20261122, n=300) + REGRESSIONS
 SUBPROCESS = cases(seed=9, n=8)

@@ -11,6 +11,7 @@ import math
 
 from dpcalc.api import _risk, _risk_pld
 from dpcalc.errors import DomainError, DpcalcError, InfeasibleError
+from dpcalc.numeric.directed import UNIT_ROUNDOFF
 
 
 def plan_risk(plan, fill, fprs, point: tuple | None, certificate: tuple | None = None) -> dict:
@@ -36,7 +37,7 @@ def _mu_bracket(items) -> tuple[float, float]:
     16u + len·4u either way encloses the exact value."""
     terms = [n / (p.sigma * p.sigma) for p, n in items]
     mu = math.sqrt(math.fsum(terms))
-    r = (16.0 + 4.0 * len(terms)) * 2.0 ** -53
+    r = (16.0 + 4.0 * len(terms)) * UNIT_ROUNDOFF
     return math.nextafter(mu * (1.0 - r), 0.0), math.nextafter(mu * (1.0 + r), math.inf)
 
 

@@ -106,6 +106,15 @@ class _Composition:
             guess = self.total_epsilon(eps, log_d, k)  # applies group privacy itself
         return guess if math.isfinite(guess) and guess > 0 else None
 
+    def k_guess(self, eps: float, log_d: float, total_eps: float, total_d: Number) -> int | None:
+        """The optimal theorem's own exact search for the largest k (verified by the caller)."""
+        eps_g, log_dg = self.per_mechanism(eps, log_d)
+        if self.method != "optimal" or log_dg >= 0 or not 0 < eps_g < math.inf:
+            return None
+        from dpcalc.relations.compose_count import optimal_largest_k
+
+        return optimal_largest_k(eps_g, log_dg, total_eps, log_of(total_d), MAX_K) or None
+
     def total_epsilon(self, eps: float, log_d: float, k: int) -> float:
         """The total ε when total δ is determined (basic, advanced with a slack, or k = 1)."""
         eps, log_d = self.checked_per_mechanism(eps, log_d)
@@ -280,7 +289,8 @@ def _solve(method: str, unknown: str, values: dict, log_slack: float | None,
                                 low=0.0, high=1.0, low_open=True, name="total δ")
     if unknown == "k":
         return largest_passing_int(lambda n: holds(eps, delta, n, total_eps, total_d),
-                                   low=1, name="k", high=MAX_K)
+                                   low=1, name="k", high=MAX_K,
+                                   guess=comp.k_guess(eps, log_d, total_eps, total_d))
     if unknown == "epsilon":
         return largest_passing(lambda e: holds(e, delta, k, total_eps, total_d),
                                low=0.0, high=math.inf, high_open=True, low_open=False,
