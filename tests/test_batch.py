@@ -251,7 +251,7 @@ def test_the_line_options_follow_the_cli():
 
     commands = typer.main.get_command(app).commands
     for name, spec in api.COMMANDS.items():
-        cli = {p.name for p in commands[name].params} - {"json", "value", "debug"}
+        cli = {p.name for p in commands[name].params} - {"json", "value", "debug", "fmt"}
         cli = {"from" if n == "source" else n for n in cli}
         batch_only = {"compare"} if name == "dpsgd" else set()
         assert set(spec["options"]) - batch_only == cli, name

@@ -73,6 +73,7 @@ COMMANDS: dict[str, dict[str, Any]] = {
                     "epochs": NUM, "steps": NUM, "epsilon": NUM, "delta": NUM,
                     "accountant": CHOICE, "tolerance": NUM, "sampling": CHOICE,
                     "relation": CHOICE, "examples_per_user": NUM, "curve": FLAG,
+                    "curve_accountants": CHOICE,
                     "solve_for": CHOICE, "compare": FLAG, **_RISK, **_GATES},
         "aliases": {"noise_multiplier": "sigma", "sample_rate": "q"},
         "defaults": {"accountant": "pld", "tolerance": 1e-3, "curve": False, "compare": True},

@@ -91,7 +91,7 @@ def batch(
             sys.stdout.write(render_answer(answer))
             sys.stdout.flush()
             if debug and answer.trace:
-                from dpcalc.cli import _streams
+                import dpcalc.cli._streams as _streams
 
                 _streams.write_err(f"line {answer.line}:\n{answer.trace}")
             statuses.append(answer.exit_status)
