@@ -114,6 +114,29 @@ def _mechanism(rec: dict, position: int) -> dict:
     return out
 
 
+#: The most mechanisms a list of (ε, δ) points expands to (counts included); a longer plan
+#: composes as one PLD (--method pld), whose cost does not grow with the count.
+MAX_LISTED = 100_000
+
+
+def _count(rec: dict, position: int) -> int:
+    """How many times a record repeats (its "count", default 1).
+
+    Raises:
+        UsageError: a count that is not a whole number >= 1, or too large to list.
+    """
+    raw = rec.get("count", 1)
+    if isinstance(raw, bool) or not isinstance(raw, int | Decimal) or raw != int(raw) \
+            or raw < 1:
+        raise UsageError(f'--from: record {position}: "count" must be an integer >= 1, '
+                         f"got {raw!r}")
+    if raw > MAX_LISTED:
+        raise UsageError(f'--from: record {position}: "count" {int(raw)} is more than '
+                         f"{MAX_LISTED} mechanisms for --method optimal|advanced|basic; "
+                         "use --method pld")
+    return int(raw)
+
+
 def compose_records(records: list[dict], *, total_epsilon: object, total_delta: object,
                     method: str, log_slack: float | None, group: int | None) -> Result:
     """Heterogeneous composition; solve total ε (or total δ) for the list."""
@@ -121,7 +144,9 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
 
     if group is not None:
         raise UsageError("--group with --from is not supported; apply group privacy per record")
-    mechs = [_mechanism(r, i) for i, r in enumerate(records, 1)]
+    mechs = []
+    for i, r in enumerate(records, 1):
+        mechs.extend([_mechanism(r, i)] * _count(r, i))  # a record with "count": n, n times
     eps = [m["epsilon"] for m in mechs]
     deltas = [m["delta"] for m in mechs]
     log_ds = [log_of(d) for d in deltas]

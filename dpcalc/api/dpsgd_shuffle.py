@@ -34,6 +34,17 @@ def solve_shuffle(scheme, values: dict, unknown: str, count: str, bsize, size,
             return max(1, -(-int(v["steps"]) // batches))
         return max(1, math.ceil(v["epochs"]))
 
+    def full_epochs_of(v: dict, batches: int) -> int:
+        # the attack's lower bound holds for the complete epochs of the run only (a partial
+        # epoch may leave the target example out): ⌊steps/T⌋ or ⌊epochs⌋
+        if "steps" in v:
+            return int(v["steps"]) // batches
+        return math.floor(v["epochs"])
+
+    def attack(sigma: float, batches: int):
+        e_full = full_epochs_of(values, batches)
+        return shuffle.AttackLowerBound(sigma, batches, e_full, rel) if e_full >= 1 else None
+
     def holds(sigma: float, e: int) -> bool:
         return shuffle.upper_log_delta(sigma, e, eps, rel, k) <= log_d
 
@@ -57,12 +68,14 @@ def solve_shuffle(scheme, values: dict, unknown: str, count: str, bsize, size,
         if unknown == "epsilon":
             e = epochs_of(values, batches)
             value = shuffle.upper_epsilon(values["sigma"], e, log_d, rel, k)
-            low = shuffle.AttackLowerBound(values["sigma"], batches, e, rel).epsilon_lower(log_d)
+            lower = attack(values["sigma"], batches)
+            low = lower.epsilon_lower(log_d) if lower is not None else 0.0
             bounds = Bounds(min(low, value), value)
         elif unknown == "delta":
             e = epochs_of(values, batches)
             value = min(exp_up(shuffle.upper_log_delta(values["sigma"], e, eps, rel, k)), 1.0)
-            low = shuffle.AttackLowerBound(values["sigma"], batches, e, rel).delta_lower(eps)
+            lower = attack(values["sigma"], batches)
+            low = lower.delta_lower(eps) if lower is not None else 0.0
             bounds = Bounds(min(exp_down(math.log(low)) if low > 0 else 0.0, value), value)
         elif unknown == "sigma":
             e = epochs_of(values, batches)
@@ -73,9 +86,15 @@ def solve_shuffle(scheme, values: dict, unknown: str, count: str, bsize, size,
                                     high=10**9)
             value = e if unknown == "epochs" else e * batches
         values[unknown] = value
+    # the run as asked: a given count is reported as given (a partial last epoch counts as a
+    # whole one in the upper bound, and not at all in the attack's lower bound)
     e = epochs_of(values, batches)
-    values["epochs"], values["steps"] = (values["epochs"] if "epochs" in values and
-                                         unknown != "steps" else e), e * batches
+    if unknown in ("epochs", "steps") or count not in values:
+        values["epochs"], values["steps"] = e, e * batches
+    elif count == "steps":
+        values["epochs"] = values["steps"] / batches
+    else:
+        values["steps"] = max(1, math.ceil(values["epochs"] * batches))
     parameters = {key: values[key] for key in ("q", "sigma", "epochs", "steps", "epsilon",
                                                "delta") if key in values}
     if bsize is not None or solve_batch:

@@ -20,9 +20,10 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from dpcalc.api.compose_list import MECH_DELTA, MECH_EPSILON  # noqa: E402, I001
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
 from dpcalc.numeric.directed import UNIT_ROUNDOFF, exp_up, log_of
-from dpcalc.params import DELTA, EPSILON, INF, SCALE, SENSITIVITY, SIGMA, Param
+from dpcalc.params import INF, SCALE, SENSITIVITY, SIGMA, Param
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
 from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
@@ -32,8 +33,9 @@ STEPS = Param("steps", 0, INF, True, True, "smaller", integer=True, symbol="step
 EPOCHS = Param("epochs", 0.0, INF, True, True, "smaller", symbol="epochs")
 COUNT = Param("count", 0, INF, True, True, "smaller", integer=True, symbol="count")
 SIZE = Param("size", 0, INF, True, True, "smaller", integer=True, symbol="size")
+# a record's (ε, δ) is a mechanism's guarantee: read up (compose_list.MECH_*), never down
 _PARAMS = {"sigma": SIGMA, "scale": SCALE, "sensitivity": SENSITIVITY, "q": Q, "steps": STEPS,
-           "epochs": EPOCHS, "count": COUNT, "epsilon": EPSILON, "delta": DELTA,
+           "epochs": EPOCHS, "count": COUNT, "epsilon": MECH_EPSILON, "delta": MECH_DELTA,
            "batch_size": SIZE, "dataset_size": SIZE}
 NULLABLE = ("sigma", "scale", "q", "steps", "epochs", "count")
 #: fields of each record kind (beyond "mechanism" and "count")
@@ -102,6 +104,8 @@ def _parse(rec: dict, pos: int, nulls: list) -> _Rec:
         if "epsilon" in fields and "delta" in fields:
             out.point = (_number(pos, "epsilon", fields["epsilon"], []),
                          _number(pos, "delta", fields["delta"], []))
+        if "count" in rec:  # an output record repeated, like any other record
+            out.count = _number(pos, "count", rec["count"], nulls)
         _check_dpsgd(out)
         return out
     if command is not None and "mechanism" not in rec:
