@@ -35,6 +35,7 @@ from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
 from dpcalc.pld import _core, compose, discretise, evaluate, plan, pmf
 from dpcalc.pld import accountant as _acc
 from dpcalc.pld._core import _U, PLDUncertifiable
+from dpcalc.pld.accountant import _check_log_delta, _check_tol
 from dpcalc.pld.compose import _eps_core
 from dpcalc.pld.pmf import _conv, _Dist, _Engine, _fft_roundoff_l2
 
@@ -76,15 +77,7 @@ def _validate(q, sigma, steps_list, tolerance):
     for s in steps_list:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1:
             raise ValueError(f"steps must be integers ≥ 1, got {s!r}")
-    if (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
-            or not 0.0 < tolerance < 1.0):
-        raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
-
-
-def _check_log_delta(log_delta):
-    if (isinstance(log_delta, bool) or not isinstance(log_delta, (int, float))
-            or not math.isfinite(log_delta) or not log_delta < 0):
-        raise ValueError(f"log_delta must be finite and < 0, got {log_delta!r}")
+    _check_tol(tolerance)
 
 
 def _check_epsilon(epsilon):
