@@ -42,7 +42,7 @@ def parse_target(tpr: object, fprs: Sequence[float], given: dict[str, object]) -
     """
     if tpr is None:
         return None
-    target = float(TPR.parse(tpr))
+    target = TPR.parse(tpr)  # a Given float: computed with, and shown as written
     if len(fprs) != 1:
         raise UsageError(f"--tpr needs exactly one --fpr (the FPR the target applies to); "
                          f"got {len(fprs)}")

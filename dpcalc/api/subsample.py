@@ -166,16 +166,61 @@ def subsample(*, fpr: object = None, tpr: object = None, **kwargs) -> Result:
 
     ``fpr`` (value or list, in (0, 1)) adds ``extra["risk"]``: the TPR bound at each FPR from
     the reported (ε, δ) point only (no profile of the mechanism is known here; the note says
-    so) [KOV15, Thm 2.1]. A ``tpr`` target is not available for this command.
+    so) [KOV15, Thm 2.1]. A ``tpr`` target (with one ``fpr``) replaces the amplified target:
+    the largest q, base ε or base δ whose amplified point bounds the TPR at the FPR by it.
     """
     from dpcalc.api import _risk
 
     fprs = _risk.parse_fprs(fpr)
-    if tpr is not None:
-        raise UsageError("--tpr is not available for subsample: only an (ε, δ) point is known "
-                         "here; set a TPR target on gaussian, laplace or dpsgd")
+    target = _risk.parse_target(tpr, fprs, {k: kwargs.get(k) for k in (
+        "amplified_epsilon", "amplified_delta")})
+    if target is not None:
+        return _for_tpr(target, fprs[0], kwargs)
     result = _subsample(**kwargs)
     if not fprs:
         return result
     return _risk.attach(result, _risk.point_block(result.parameters, "amplified_epsilon",
                                                   "amplified_delta", fprs))
+
+
+def _for_tpr(target: float, alpha: float, kwargs: dict) -> Result:
+    """The largest q, base ε or base δ (the one left out) whose amplified (ε', δ') point
+    bounds the TPR at FPR ``alpha`` by ``target`` [KOV15, Thm 2.1]: the point's TPR bound
+    grows with ε' and δ', which grow with q, ε and δ, so the one solver's predicate is
+    monotone; each probe is this command's own amplified point (rounded up)."""
+    from dpcalc.api import _risk
+    from dpcalc.relations import risk as rel
+
+    names = ("epsilon", "delta", "q")
+    missing = [n for n in names if kwargs.get(n) is None]
+    if kwargs.get("sample_size") is not None and kwargs.get("population_size") is not None:
+        missing = [n for n in missing if n != "q"]
+    if len(missing) != 1:
+        raise UsageError("with --tpr and --fpr leave exactly one of --epsilon, --delta and --q "
+                         f"out; missing {', '.join('--' + n for n in missing) or 'none'}")
+    name = missing[0]
+    fixed = {k: v for k, v in kwargs.items() if k not in ("solve_for",)}
+    if kwargs.get("solve_for") not in (None, name):
+        raise UsageError(f"--solve-for {kwargs['solve_for']} conflicts with --tpr: {name} is "
+                         "the one left out")
+
+    def point(x: float) -> Result:
+        return _subsample(**{**fixed, name: x})
+
+    def holds(x: float) -> bool:
+        r = point(x)
+        return rel.point_tpr(r.parameters["amplified_epsilon"], r.parameters["amplified_delta"],
+                             alpha)[1] <= target
+
+    high, high_open = {"epsilon": (math.inf, True), "delta": (1.0, True),
+                       "q": (1.0, False)}[name]
+    low_open = name == "q"
+    value = largest_passing(holds, low=0.0, high=high, high_open=high_open,
+                            low_open=low_open, name=name)
+    result = point(value)
+    parameters = {**result.parameters, name: value, "tpr": target, "fpr": alpha}
+    result = replace(result, solved_for=name, value=value, direction="lower",
+                     parameters=parameters, derived=("amplified_epsilon", "amplified_delta"),
+                     bounds=None, comparison=())
+    return _risk.attach(result, _risk.point_block(result.parameters, "amplified_epsilon",
+                                                  "amplified_delta", (alpha,)))
