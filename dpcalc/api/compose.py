@@ -365,12 +365,77 @@ def compose(*, fpr: object = None, tpr: object = None, **kwargs) -> Result:
 
         if method == "pld" or (method is None and is_plan(records)):
             return _compose(**kwargs, fprs=fprs, tpr=tpr)     # the plan reads its profile
-    if tpr is not None:
-        raise UsageError("--tpr is not available for compose: only an (ε, δ) point is known "
-                         "here; set a TPR target on gaussian, laplace, dpsgd or a --from plan "
-                         "of mechanisms")
+    target = _risk.parse_target(tpr, fprs, {k: kwargs.get(k) for k in (
+        "total_epsilon", "total_delta")})
+    if target is not None:
+        if records is not None:
+            raise UsageError("--tpr with --from needs a plan of mechanisms (with one null "
+                             "number); a list of (ε, δ) points has none to solve")
+        return _for_tpr(target, fprs[0], kwargs)
     result = _compose(**kwargs)
     if not fprs:
         return result
     return _risk.attach(result, _risk.point_block(result.parameters, "total_epsilon",
                                                   "total_delta", fprs))
+
+
+def _optimal_tpr(eps: float, delta: float, k: int, alpha: float) -> tuple[float, float, float]:
+    """(TPR bound at FPR α, E, δ_tot(E)) from the exact optimal composition's profile.
+
+    Every E >= 0 gives a valid point (E, δ_tot(E)) of the k-fold composition, whose curve
+    bounds the TPR [KOV15, Thm 2.1 and Thm 3.3]; the search over E only chooses the tightest
+    (any choice is sound, so it needs no rounding care), and δ_tot(E) is an upper bound.
+    """
+    from dpcalc.numeric.optimize import minimize_on_grid
+    from dpcalc.relations import compose as rel
+    from dpcalc.relations import risk
+
+    log_d = log_of(delta)
+
+    def bound(e: float) -> float:
+        d = min(1.0, exp_up(rel.optimal_log_delta(eps, log_d, k, e)))
+        return float(risk.point_tpr(e, d, alpha)[1])
+
+    e_best, tpr = minimize_on_grid(bound, 0.0, max(k * eps, 1e-12), 24, iterations=30)
+    return tpr, e_best, min(1.0, exp_up(rel.optimal_log_delta(eps, log_d, k, e_best)))
+
+
+def _for_tpr(target: float, alpha: float, kwargs: dict) -> Result:
+    """The largest k, per-mechanism ε or δ (the one left out) whose optimal k-fold composition
+    bounds the TPR at FPR ``alpha`` by ``target``, through the one solver (the bound grows with
+    each, so the predicate is monotone)."""
+    from dpcalc.api import _risk
+
+    method = kwargs.get("method") or "optimal"
+    if method != "optimal" or kwargs.get("group") is not None or \
+            kwargs.get("delta_slack") is not None:
+        raise UsageError("--tpr on compose uses the exact optimal composition's profile: give "
+                         "no --method (or optimal), --group or --delta-slack")
+    given = {"epsilon": kwargs.get("epsilon"), "delta": kwargs.get("delta"), "k": kwargs.get("k")}
+    values, unknown = leave_one_out(given, (EPSILON, DELTA, K), solve_for=kwargs.get(
+        "solve_for"))
+    name = unknown.name
+
+    def tpr_at(x) -> float:
+        v = {**values, name: x}
+        return _optimal_tpr(v["epsilon"], v["delta"], v["k"], alpha)[0]
+
+    if name == "k":
+        value = largest_passing_int(lambda n: tpr_at(n) <= target, low=1, name="k",
+                                    high=MAX_K)
+    else:
+        high, high_open = (math.inf, True) if name == "epsilon" else (1.0, True)
+        value = largest_passing(lambda x: tpr_at(x) <= target, low=0.0, high=high,
+                                high_open=high_open, low_open=False, name=name)
+    values[name] = value
+    bound, e_best, d_best = _optimal_tpr(values["epsilon"], values["delta"], values["k"], alpha)
+    parameters = {"epsilon": values["epsilon"], "delta": values["delta"], "k": values["k"],
+                  "total_epsilon": e_best, "total_delta": d_best, "tpr": target, "fpr": alpha}
+    result = Result(
+        command="compose", solved_for=name, value=value, parameters=parameters,
+        method="optimal", direction="lower", reference=REFS[_REF["optimal"]].short,
+        notes=("the total (ε, δ) shown is the point of the optimal composition's profile that "
+               "bounds the TPR at the FPR most tightly",), symbols=_SYMBOLS,
+        derived=("total_epsilon", "total_delta"))
+    return _risk.attach(result, _risk.point_block(parameters, "total_epsilon", "total_delta",
+                                                  (alpha,)))
