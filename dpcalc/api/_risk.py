@@ -117,13 +117,27 @@ def exact_block(kind: str, sensitivity: float, noise: float, fprs,
     return _block("exact", fprs, tpr, adv, point)
 
 
-def point_block(parameters: dict, eps_key: str, delta_key: str, fprs) -> dict | None:
-    """Risk from the one (ε, δ) point a composition or subsampling result reports."""
+def point_block(parameters: dict, eps_key: str, delta_key: str, fprs,
+                profile_tpr: Callable[[float], float] | None = None,
+                profile_advantage: float | None = None) -> dict | None:
+    """Risk from the one (ε, δ) point a composition or subsampling result reports.
+
+    ``profile_tpr(α)``, when given, is another valid upper bound at α (e.g. the best point
+    of the whole composition's profile): the smaller of the two is reported; likewise
+    ``profile_advantage`` (δ(0) of that profile, the largest TPR − FPR [KOV15]).
+    """
     from dpcalc.relations import risk as rel
 
     point = _point_of(parameters, eps_key, delta_key)
     if point is None:
         return None
+    if profile_tpr is not None:
+        advantage = rel.point_advantage(*point)[1]
+        if profile_advantage is not None:
+            advantage = min(advantage, profile_advantage)
+        return _block("point", fprs, lambda a: (a, min(rel.point_tpr(point[0], point[1], a)[1],
+                                                       profile_tpr(a))),
+                      (0.0, advantage), point, POINT_NOTE)
     # Only the point is known: its curve is the upper bound (tight for the worst (ε, δ)-DP
     # mechanism), but the mechanism's own largest TPR may be as low as the trivial test's,
     # TPR = FPR (advantage 0): that is the lower end that holds for every such mechanism.

@@ -375,8 +375,20 @@ def compose(*, fpr: object = None, tpr: object = None, **kwargs) -> Result:
     result = _compose(**kwargs)
     if not fprs:
         return result
-    return _risk.attach(result, _risk.point_block(result.parameters, "total_epsilon",
-                                                  "total_delta", fprs))
+    profile = advantage = None
+    v = result.parameters
+    if result.method == "optimal" and records is None and kwargs.get("group") is None:
+        from dpcalc.relations import compose as rel
+
+        # every point of the optimal composition's profile bounds the TPR: the best one; its
+        # δ(0) bounds the advantage (the pair is symmetric) [KOV15, Thm 3.3]
+        def profile(a: float) -> float:
+            return _optimal_tpr(v["epsilon"], v["delta"], v["k"], a)[0]
+
+        advantage = min(1.0, exp_up(rel.optimal_log_delta(v["epsilon"], log_of(v["delta"]),
+                                                           v["k"], 0.0)))
+    return _risk.attach(result, _risk.point_block(v, "total_epsilon", "total_delta", fprs,
+                                                  profile, advantage))
 
 
 def _optimal_tpr(eps: float, delta: float, k: int, alpha: float) -> tuple[float, float, float]:
