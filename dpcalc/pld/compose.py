@@ -57,6 +57,10 @@ def _eps_zero_beyond(pair, fixed, direction: str, steps: int) -> float:
     return math.nextafter(hi * (1 + 1e-12), math.inf) if math.isfinite(hi) else math.inf
 
 
+_SCOUT_LOG_DELTA = -300.0     # Chernoff guesses of log δ below this: a coarse pass first
+_SCOUT_RHO = 0.06
+
+
 def _first_rho(tolerance: float) -> float:
     # the bracket width scales like ρ² (both discretisations are second order); the
     # constant is ~1–4 on DP-SGD cases
@@ -343,7 +347,14 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     resolution is next_rho(ρ, lower, upper) (None stops).
 
     With decide = log δ (a predicate), each pass composes the pessimistic sides first and
-    the optimistic ones only when the upper bound does not already settle it."""
+    the optimistic ones only when the upper bound does not already settle it.
+
+    The budgets (+∞ mass, truncation) are sized from a guess of δ.  Far below the Chernoff
+    value's reliable range (δ < e^{_SCOUT_LOG_DELTA}: few steps, a heavy one-step tail) the
+    first pass is a coarse scout (ρ ≥ _SCOUT_RHO) that only sizes them; a pass whose upper
+    bound is mostly the +∞ mass is redone at its resolution with the rest as the guess; and
+    with no lower bound, an upper bound that is mostly the ℓ1 error term (round-off and
+    truncation, which a finer grid does not lower) ends the refinement."""
     if not _delta_directions(pair, steps, epsilon, fixed):
         yield -math.inf, -math.inf        # every loss is bounded below ε: δ(ε) = 0 exactly
         return
@@ -351,6 +362,7 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     ch = _chernoff_log_delta(pair, steps, epsilon, fixed)
     est = ch - 8.0 - 0.05 * abs(ch)
     best = [-math.inf, 0.0]
+    parts = [-math.inf] * 3      # largest grid / error / +∞ terms of the pessimistic sides
 
     def evaluate(i, finals):
         up = lo = -math.inf
@@ -358,6 +370,7 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
             v = fin.log_delta(epsilon)
             if pess:
                 up = max(up, v)
+                parts[:] = map(max, parts, fin.log_delta_parts(epsilon))
             else:
                 lo = max(lo, v)
         return lo, up
@@ -366,7 +379,12 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
         return _compose_points(pair, [steps], rho, plans, log_eta, evaluate, sides=sides,
                                directions=[d], fixed=fixed)[0]
 
+    rho_plan = rho
+    scout = ch < _SCOUT_LOG_DELTA and rho < _SCOUT_RHO
+    if scout:
+        rho = _SCOUT_RHO
     while rho is not None:
+        parts[:] = [-math.inf] * 3
         plans = _plans_delta(pair, steps, epsilon, tolerance, est, fixed)
         log_eta = _log_eta(est, tolerance, steps + _n_fixed(fixed))
         dirs = list(plans)
@@ -390,8 +408,19 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
         best[1] = min(best[1], up)
         yield best[0], best[1]
         nxt = next_rho(rho, best[0], best[1])
+        grid, err, inf = parts
+        rest = float(np.logaddexp(grid, err))
         if best[0] > -math.inf and best[0] < est - 2.0 and nxt is not None:
             nxt = rho      # the budgets were sized for a larger δ: redo at this resolution
+        elif lo == -math.inf and inf > rest + 1.0 and rest < est - 2.0:
+            nxt = rho      # likewise, seen from the upper bound (mostly the +∞ mass)
+            est = rest
+        elif lo == -math.inf and up > -math.inf and err >= grid:
+            nxt = None     # a finer grid lowers only the grid term: it cannot help
+        elif scout and nxt is not None:
+            nxt = min(nxt, rho_plan)     # budgets sized: resume the planned resolution
+        if nxt is not None and nxt < rho:
+            scout = False
         if best[0] > -math.inf:
             est = best[0]
         rho = nxt

@@ -55,6 +55,18 @@ class _Final:
         self.lm_nz = self.lm[ok]
         self._sa = self._sb = None
 
+    def log_delta_parts(self, eps: float) -> tuple[float, float, float]:
+        """The three terms of the pessimistic bound at ε (log): the grid part, the ℓ1 error
+        term, the +∞ mass.  Only the first depends on the grid's resolution; the others are
+        budgets (they steer the refinement; not bounds by themselves)."""
+        keep, self.lpinf = self.lpinf, -math.inf
+        lerr, self.lerr = self.lerr, -math.inf
+        try:
+            grid = self.log_delta(eps)
+        finally:
+            self.lpinf, self.lerr = keep, lerr
+        return grid, lerr - self.lam * eps, keep
+
     def log_delta(self, eps: float) -> float:
         """Certified upper (pessimistic) or lower (optimistic) bound on log δ(ε)."""
         sel = self.ell_nz > eps
