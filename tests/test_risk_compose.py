@@ -10,8 +10,7 @@ import sys
 
 import pytest
 
-from dpcalc.api import compose
-from dpcalc.api.compose import _optimal_tpr
+from dpcalc.api.compose import _optimal_tpr, compose
 
 
 def test_one_mechanism_gives_its_own_point_curve():

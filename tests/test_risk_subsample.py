@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from dpcalc.api import subsample
+from dpcalc.api.subsample import subsample
 
 
 def test_base_delta_matches_the_closed_form():
