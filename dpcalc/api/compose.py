@@ -170,12 +170,7 @@ def _compose(*, epsilon: object = None, delta: object = None, k: object = None,
     if records is not None:
         from dpcalc.api.compose_list import compose_records
 
-        if solve_for is not None:
-            raise UsageError("--solve-for does not apply with --from: leave --total-epsilon "
-                             "or --total-delta out")
-        if any(v is not None for v in (epsilon, delta, k)):
-            raise UsageError("--from conflicts with --epsilon, --delta and --k: the list gives "
-                             "each mechanism")
+        _check_from(solve_for, (epsilon, delta, k), "")
         return compose_records(records, total_epsilon=total_epsilon, total_delta=total_delta,
                                method=method, log_slack=log_slack, group=group_size)
 
@@ -229,17 +224,22 @@ def _compose(*, epsilon: object = None, delta: object = None, k: object = None,
         derived=derived)
 
 
+def _check_from(solve_for: str | None, per_mechanism: tuple, alternative: str) -> None:
+    """--from gives each mechanism: --solve-for and --epsilon/--delta/--k conflict with it."""
+    if solve_for is not None:
+        raise UsageError("--solve-for does not apply with --from: leave --total-epsilon or "
+                         f"--total-delta out{alternative}")
+    if any(v is not None for v in per_mechanism):
+        raise UsageError("--from conflicts with --epsilon, --delta and --k: the list gives "
+                         "each mechanism")
+
+
 def _plan(records, epsilon, delta, k, total_epsilon, total_delta, method, delta_slack,
           group, solve_for, fprs=(), tpr=None) -> Result:
     """``--from`` with mechanism records: one PLD for the whole plan (dpcalc.api.plan)."""
     from dpcalc.api.plan import compose_plan
 
-    if solve_for is not None:
-        raise UsageError("--solve-for does not apply with --from: leave --total-epsilon or "
-                         "--total-delta out, or give a record's number as null")
-    if any(v is not None for v in (epsilon, delta, k)):
-        raise UsageError("--from conflicts with --epsilon, --delta and --k: the list gives "
-                         "each mechanism")
+    _check_from(solve_for, (epsilon, delta, k), ", or give a record's number as null")
     if delta_slack is not None:
         raise UsageError("--delta-slack applies only to --method advanced")
     if group is not None:
