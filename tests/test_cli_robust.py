@@ -441,3 +441,28 @@ def test_binomial_log_pmf_where_k_pi_underflows_matches_mpmath():
                      + (k - int(x)) * mpmath.log1p(-mpmath.exp(log_pi)))
             assert math.isfinite(out[i])
             assert abs(out[i] - exact) <= err[i], (x, out[i], exact, err[i])
+
+
+def test_the_executable_runs_numpy_single_threaded_unless_told_otherwise(monkeypatch):
+    # OpenBLAS spins a thread per core at import (~0.1 s CPU per process); dpcalc needs none
+    import dpcalc._entry as entry
+
+    seen = {}
+
+    def fake_main():
+        import os
+
+        seen["threads"] = os.environ.get("OPENBLAS_NUM_THREADS")
+        return 0
+
+    import dpcalc.cli
+
+    monkeypatch.setattr(dpcalc.cli, "main", fake_main)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    with pytest.raises(SystemExit) as ex:
+        entry.run()
+    assert ex.value.code == 0 and seen["threads"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    with pytest.raises(SystemExit):
+        entry.run()
+    assert seen["threads"] == "2"
