@@ -21,11 +21,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class DpsgdAccountant:
-    """ε(δ) and log δ(ε) of one accountant (see the module docstring)."""
+    """ε(δ) and log δ(ε) of one accountant (see the module docstring); ``epsilon_upper``, when
+    given, is a cheaper certified upper bound on ε for solvers' probes (raises like
+    ``epsilon``; at least the value ``epsilon`` returns)."""
 
     name: str
     epsilon: Callable
     log_delta: Callable
+    epsilon_upper: Callable | None = None
 
 
 def pld_call(fn, *args):
@@ -55,6 +58,18 @@ def _pld_epsilon(q, sigma, steps, log_delta, tolerance):
 
     lower, upper = pld_call(pld.epsilon_bounds, q, sigma, steps, log_delta, tolerance)
     return upper, (lower, upper)
+
+
+def _pld_epsilon_upper(q, sigma, steps, log_delta, tolerance, stop_above=math.inf):
+    from dpcalc.relations import pld
+
+    def run(*args):
+        value = pld.epsilon_upper(*args)
+        # +inf above a finite stop_above is an answer ("not below it"), not a failure
+        return (-1.0 if value == math.inf and stop_above < math.inf else value), 0.0
+
+    value = pld_call(run, q, sigma, steps, log_delta, tolerance, stop_above)[0]
+    return math.inf if value < 0 else value
 
 
 def _pld_log_delta(q, sigma, steps, epsilon, tolerance):
@@ -107,7 +122,7 @@ def _strong_log_delta(q, sigma, steps, epsilon, tolerance):
     return math.log(d), None
 
 
-PLD = DpsgdAccountant("pld", _pld_epsilon, _pld_log_delta)
+PLD = DpsgdAccountant("pld", _pld_epsilon, _pld_log_delta, _pld_epsilon_upper)
 RDP = DpsgdAccountant("rdp", _rdp_epsilon, _rdp_log_delta)
 MOMENTS = DpsgdAccountant("moments", _moments_epsilon, _moments_log_delta)
 STRONG = DpsgdAccountant("strong", _strong_epsilon, _strong_log_delta)
@@ -149,3 +164,19 @@ def evaluate(name: str, question: str, q, sigma, steps, x, tolerance):
         note = fallback_note(name, exc, question)
         other = DPSGD[FALLBACK[name]].load()
         return getattr(other, question)(q, sigma, steps, x, tolerance)[0], None, note
+
+
+def evaluate_upper(name: str, q, sigma, steps, log_delta, tolerance,
+                   stop_above: float = math.inf) -> float | None:
+    """The accountant's cheap certified upper bound on ε (``epsilon_upper``; +inf once it
+    is certainly above ``stop_above``), or None when it has none or cannot certify one (the
+    caller then asks ``evaluate``, which applies the fallback policy and says so)."""
+    from dpcalc.methods import DPSGD
+
+    accountant = DPSGD[name].load()
+    if accountant.epsilon_upper is None:
+        return None
+    try:
+        return accountant.epsilon_upper(q, sigma, steps, log_delta, tolerance, stop_above)
+    except uncertifiable():
+        return None

@@ -91,6 +91,7 @@ class Accountant:
         self.clamp_note = ""
         self._seen: dict[tuple, tuple[float, tuple[float, float] | None]] = {}
         self._notes: dict[tuple, str] = {}  # the fallback note of each ε point, if any
+        self._upper: dict[tuple, float | None] = {}  # the cheap upper bound of ε points
 
     def _evaluated_sigma(self, sigma: float) -> float:
         if sigma <= SIGMA_EVAL_MAX:
@@ -117,10 +118,33 @@ class Accountant:
             self.fallback_note = self._notes[key]
         return self._seen[key]
 
+    def upper(self, q: float, sigma: float, steps: int, log_delta: float) -> float:
+        """A certified upper bound on ε, as cheap as the accountant offers: the first pass of
+        the PLD (``evaluate_upper``), else the full evaluation's. Each point once."""
+        sigma = self._evaluated_sigma(sigma)
+        key = (q, sigma, steps, log_delta)
+        if key in self._seen:
+            return self._seen[key][0]
+        if key not in self._upper:
+            shared_key = ("upper", self.name, self.tolerance, *key)
+            if _SHARED is not None and shared_key in _SHARED:
+                self._upper[key] = _SHARED[shared_key]
+            else:
+                from dpcalc.accountants.dpsgd import evaluate_upper
+
+                self._upper[key] = evaluate_upper(self.name, *key, self.tolerance)
+                if _SHARED is not None:
+                    _SHARED[shared_key] = self._upper[key]
+        got = self._upper[key]
+        return got if got is not None else self.epsilon(q, sigma, steps, log_delta)[0]
+
     def note_at(self, q: float, sigma: float, steps: int, log_delta: float) -> str:
         """The fallback note of the ε point that certifies an answer ("" when none)."""
+        key = (q, self._evaluated_sigma(sigma), steps, log_delta)
+        if key not in self._seen and self._upper.get(key) is not None:
+            return ""  # certified by the accountant's own upper bound: no fallback
         self.epsilon(q, sigma, steps, log_delta)  # memoised: the point the solver certified
-        return self._notes[(q, self._evaluated_sigma(sigma), steps, log_delta)]
+        return self._notes[key]
 
     def _epsilon(self, q: float, sigma: float, steps: int,
                  log_delta: float) -> tuple[float, tuple[float, float] | None]:
@@ -161,7 +185,23 @@ class Accountant:
 
     def holds(self, q: float, sigma: float, steps: int, epsilon: float,
               log_delta: float) -> bool:
-        """Certified: T steps at (q, σ) are (ε, δ)-DP under this accountant (its upper bound)."""
+        """Certified: T steps at (q, σ) are (ε, δ)-DP under this accountant (its upper bound).
+
+        The cheap upper bound decides a passing point; otherwise the full evaluation (whose
+        upper bound is at most the cheap one) does, so the answer is the full evaluation's."""
+        sigma = self._evaluated_sigma(sigma)
+        key = (q, sigma, steps, log_delta)
+        if key not in self._seen:
+            quick = self._upper.get(key)
+            if key not in self._upper:
+                from dpcalc.accountants.dpsgd import evaluate_upper
+
+                # stop_above: a bound certainly above the target ends the cheap pass early
+                quick = evaluate_upper(self.name, *key, self.tolerance, stop_above=epsilon)
+                if quick is not None and quick < math.inf:
+                    self._upper[key] = quick
+            if quick is not None and quick <= epsilon:
+                return True
         return self.epsilon(q, sigma, steps, log_delta)[0] <= epsilon
 
 
@@ -332,6 +372,15 @@ def _answer_note(acc: Accountant, unknown: str, values: dict, value) -> str:
 
 def _solve(acc: Accountant, unknown: str, values: dict):
     """(private-side value, bracket or None) of ``unknown`` under one accountant."""
+    if acc.name != "pld" or unknown in ("epsilon", "delta"):
+        return _solve_one(acc, unknown, values)
+    from dpcalc.relations.pld import keeping_compositions
+
+    with keeping_compositions():  # a probe's quick pass is reused by its full bracket
+        return _solve_one(acc, unknown, values)
+
+
+def _solve_one(acc: Accountant, unknown: str, values: dict):
     q, sigma = values.get("q"), values.get("sigma")
     eps = values.get("epsilon")
     log_d = log_of(values["delta"]) if "delta" in values else None
@@ -429,7 +478,7 @@ def _steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
 
     def f(x: float) -> float:
         n = min(max(1, round(math.exp(x))), MAX_STEPS)
-        return math.log(acc.epsilon(q, sigma, n, log_delta)[0]) - math.log(epsilon)
+        return math.log(acc.upper(q, sigma, n, log_delta)) - math.log(epsilon)
 
     try:
         x0 = math.log(t0)
@@ -466,7 +515,7 @@ def _q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         if not low < r <= 1.0:
             raise ValueError("outside the q range")
         n = values["steps"] if "steps" in values else steps_for(values["epochs"], r)
-        return math.log(acc.epsilon(r, sigma, n, log_delta)[0]) - math.log(epsilon)
+        return math.log(acc.upper(r, sigma, n, log_delta)) - math.log(epsilon)
 
     try:
         x0 = math.log(seed)
@@ -520,7 +569,7 @@ def _sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
     def f(x: float) -> float:
         if not -7.0 < x < 13.8:  # σ outside [1e-3, 1e6]: the solver's own bracket decides
             raise ValueError("outside the σ range")
-        return math.log(acc.epsilon(q, math.exp(x), steps, log_delta)[0]) - math.log(epsilon)
+        return math.log(acc.upper(q, math.exp(x), steps, log_delta)) - math.log(epsilon)
 
     try:
         f0 = f(x0)

@@ -124,7 +124,19 @@ class _Pld:
 
     def holds(self, q, sigma, steps, epsilon, log_delta) -> bool:
         # the reported ε's upper end (as the default accountant does): a solved value then
-        # re-evaluates to at most the target in the ε direction
+        # re-evaluates to at most the target in the ε direction. The PLD's cheap certified
+        # upper bound (its first pass; +inf once certainly above the target) decides a
+        # passing point first; otherwise the full bracket decides.
+        if ("e", q, sigma, steps, log_delta) not in self._seen:
+            from dpcalc.pld import PLDUncertifiable, accountant
+
+            try:
+                quick = accountant.epsilon_upper([(self.pair(q, sigma), steps)], log_delta,
+                                                 self.tol, stop_above=epsilon)
+            except PLDUncertifiable:
+                quick = math.inf
+            if quick <= epsilon:
+                return True
         return self.epsilon(q, sigma, steps, log_delta)[0] <= epsilon
 
 
@@ -250,6 +262,13 @@ def _loader_note(steps: int, bsize, size) -> str:
 def _solve(acc: _Pld, unknown: str, values: dict, size: int | None):
     """(private-side value, bracket or None) of ``unknown``; ``size`` set: solve the batch
     size B ≤ N as an integer (the largest that meets the target)."""
+    from dpcalc.pld.compose import keeping_compositions
+
+    with keeping_compositions():  # a probe's quick pass is reused by its full bracket
+        return _solve_one(acc, unknown, values, size)
+
+
+def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
     q, sigma = values.get("q"), values.get("sigma")
     eps = values.get("epsilon")
     log_d = log_of(values["delta"]) if "delta" in values else None

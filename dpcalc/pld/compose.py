@@ -12,6 +12,7 @@ neighbouring datasets, so "remove" composes the remove pairs of all items [ZDW22
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -139,12 +140,65 @@ def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
     return var_sides, k_var, combiners, prods, totals
 
 
+# Inside ``keeping_compositions()`` one-point compositions are kept (a few, oldest out
+# first): a solver's quick upper bound (the pessimistic side of the first pass) and the full
+# bracket it may ask for next at the same point share that pass instead of composing it
+# twice. A composition is a deterministic function of its key, so a kept one is the one that
+# would be recomputed; outside the context nothing is kept (a test that patches the engine
+# never sees an earlier result).
+_KEPT: dict | None = None
+_KEPT_MAX = 8
+
+
+@contextmanager
+def keeping_compositions():
+    """Keep one-point compositions for the duration (nested uses share one store)."""
+    global _KEPT
+    if _KEPT is not None:
+        yield
+        return
+    _KEPT = {}
+    try:
+        yield
+    finally:
+        _KEPT = None
+
+
+def _kept_key(pair, steps, rho, plan, log_eta, d, pess, fixed):
+    return (pair.key(), steps, rho, plan.lam, plan.var, plan.lam_range, plan.tau,
+            plan.log_eta_top, log_eta, d, pess, tuple((p.key(), n) for p, n in fixed))
+
+
 def _compose_points(pair, steps_list, rho, plans, log_eta, evaluate, sides=(True, False),
                     directions=None, fixed=()):
     """Compose every direction and side at resolution ρ, incrementally over steps_list (the
-    varying item's counts), times the fixed items; evaluate(index, finals) after each point."""
-    t_max = steps_list[-1]
+    varying item's counts), times the fixed items; evaluate(index, finals) after each point.
+
+    A single point reuses the compositions kept from earlier calls (see _KEPT)."""
     dirs = _directions(_pairs(pair, fixed)) if directions is None else directions
+    if len(steps_list) != 1 or _KEPT is None:
+        return _compose_points_fresh(pair, steps_list, rho, plans, log_eta, evaluate, sides,
+                                     dirs, fixed)
+    finals = {}
+    for d in dirs:
+        keys = {pess: _kept_key(pair, steps_list[0], rho, plans[d], log_eta, d, pess, fixed)
+                for pess in sides}
+        missing = tuple(pess for pess in sides if keys[pess] not in _KEPT)
+        if missing:
+            fresh = _compose_points_fresh(pair, steps_list, rho, plans, log_eta,
+                                          lambda i, f: f, missing, [d], fixed)[0]
+            for pess in missing:
+                _KEPT[keys[pess]] = fresh[(d, pess)]
+                while len(_KEPT) > _KEPT_MAX:
+                    del _KEPT[next(iter(_KEPT))]
+        for pess in sides:
+            finals[(d, pess)] = _KEPT[keys[pess]]
+    return [evaluate(0, finals)]
+
+
+def _compose_points_fresh(pair, steps_list, rho, plans, log_eta, evaluate, sides, dirs,
+                          fixed):
+    t_max = steps_list[-1]
     engines, extra = {}, {}
     for d in dirs:
         if fixed:
@@ -238,15 +292,24 @@ def _plans_eps(pair, steps_group, log_delta, tolerance, lower=None, fixed=()):
     return plans
 
 
-def _eps_group(pair, steps_group, log_delta, tolerance, fixed=()):
+def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
+               stop_above=math.inf):
     """Brackets on ε(δ) for a group of step counts sharing the tilt; each direction is
-    refined only while it matters for the combined bracket (max over directions)."""
+    refined only while it matters for the combined bracket (max over directions).
+
+    ``quick``: only the upper bounds of the first pass (pessimistic sides, first resolution,
+    the same tilt and budgets), with 0 as the lower end: a certified upper bound at about
+    half the cost, equal to the full one whenever the full bracket needs no refinement
+    (``stop_above``: see _eps_group_quick)."""
     n = len(steps_group)
     t_max = steps_group[-1]
     log_eta = _log_eta(log_delta, tolerance, t_max + _n_fixed(fixed))
     plans = _plans_eps(pair, steps_group, log_delta, tolerance, fixed=fixed)
     per_dir: dict[str, list[list[float]]] = {}
     dirs = _directions(_pairs(pair, fixed))
+    if quick:
+        return _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans,
+                                log_eta, dirs, stop_above)
 
     def evaluate(i, finals):
         up = lo = 0.0
@@ -298,10 +361,35 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=()):
     return best
 
 
-def _eps_core(pair, steps_list, log_delta, tolerance, fixed=()):
+def _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans, log_eta, dirs,
+                     stop_above=math.inf):
+    """The first pass of _eps_group, pessimistic sides only: [[0, upper], ...].  A direction
+    whose bound exceeds ``stop_above`` at every point ends it: the rest are not composed and
+    the upper ends are +inf (trivially valid)."""
+    def evaluate(i, finals):
+        return max(fin.epsilon(log_delta) for fin in finals.values())
+
+    best = [[0.0, 0.0] for _ in steps_group]
+    for d in dirs:
+        bound = [_eps_zero_beyond(pair, fixed, d, t) for t in steps_group]
+        ups = _compose_points(pair, steps_group, _first_rho(tolerance), plans, log_eta,
+                              evaluate, sides=(True,), directions=[d], fixed=fixed)
+        for b, up, z in zip(best, ups, bound, strict=True):
+            b[1] = max(b[1], min(up, z))
+        if all(b[1] > stop_above for b in best):
+            return [[0.0, math.inf] for _ in steps_group]
+    for b in best:
+        if not math.isfinite(b[1]):
+            raise PLDUncertifiable("the error budget exceeds δ at every ε")
+    return best
+
+
+def _eps_core(pair, steps_list, log_delta, tolerance, fixed=(), quick=False,
+              stop_above=math.inf):
     out = [None] * len(steps_list)
     for grp in _groups(pair, steps_list, log_delta, tolerance, fixed):
-        res = _eps_group(pair, [steps_list[i] for i in grp], log_delta, tolerance, fixed)
+        res = _eps_group(pair, [steps_list[i] for i in grp], log_delta, tolerance, fixed,
+                         quick=quick, stop_above=stop_above)
         for i, r in zip(grp, res, strict=False):
             out[i] = (r[0], r[1])
     return out

@@ -36,7 +36,7 @@ from dpcalc.pld import _core, compose, discretise, evaluate, plan, pmf
 from dpcalc.pld import accountant as _acc
 from dpcalc.pld._core import _U, PLDUncertifiable
 from dpcalc.pld.accountant import _check_log_delta, _check_tol
-from dpcalc.pld.compose import _eps_core
+from dpcalc.pld.compose import _eps_core, keeping_compositions
 from dpcalc.pld.pmf import _conv, _Dist, _Engine, _fft_roundoff_l2
 
 __all__ = [
@@ -44,6 +44,8 @@ __all__ = [
     "certify_epsilon",
     "epsilon_bounds",
     "epsilon_curve",
+    "epsilon_upper",
+    "keeping_compositions",
     "log_delta_bounds",
     "log_delta_profile",
 ]
@@ -109,6 +111,22 @@ def epsilon_bounds(q: float, noise_multiplier: float, steps: int, log_delta: flo
     _check_log_delta(log_delta)
     pair = SubsampledGaussian(float(q), float(noise_multiplier))
     return _eps_core(pair, [int(steps)], float(log_delta), float(tolerance))[0]
+
+
+def epsilon_upper(q: float, noise_multiplier: float, steps: int, log_delta: float,
+                  tolerance: float = 1e-3, stop_above: float = math.inf) -> float:
+    """A certified upper bound on ε(δ) of DP-SGD from the first pass of
+    :func:`epsilon_bounds` alone (dpcalc.pld.accountant.epsilon_upper, which also explains
+    ``stop_above``): what a solver's probe needs. References: as epsilon_bounds.
+
+    Raises:
+        PLDUncertifiable: no finite certified upper bound could be obtained.
+    """
+    _validate(q, noise_multiplier, [steps], tolerance)
+    _check_log_delta(log_delta)
+    pair = SubsampledGaussian(float(q), float(noise_multiplier))
+    return _acc.epsilon_upper([(pair, int(steps))], float(log_delta), float(tolerance),
+                              stop_above)
 
 
 def epsilon_curve(q: float, noise_multiplier: float, steps_list, log_delta: float,

@@ -1,0 +1,87 @@
+"""The PLD's cheap upper bound for solvers (first pass, pessimistic sides) and the kept
+compositions that let a full bracket reuse it (issue 13)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import dpcalc
+from dpcalc.api.dpsgd import Accountant
+from dpcalc.relations import pld
+
+CASES = [
+    (0.01, 4.0, 10000, math.log(1e-5)),
+    (256 / 60000, 1.1, 14063, math.log(1e-5)),
+    (0.00226, 6.47, 6541, math.log(1e-20)),
+    (0.5, 3.0, 40, math.log(1e-5)),
+    (1.0, 10.0, 1, math.log(1e-8)),       # symmetric: one direction
+    (1e-4, 0.6, 2000, math.log(1e-9)),
+]
+
+
+@pytest.mark.parametrize("q, sigma, steps, log_delta", CASES)
+def test_quick_upper_is_an_upper_bound_no_tighter_than_the_full_bracket(q, sigma, steps,
+                                                                         log_delta):
+    lower, upper = pld.epsilon_bounds(q, sigma, steps, log_delta)
+    quick = pld.epsilon_upper(q, sigma, steps, log_delta)
+    assert quick >= upper >= lower
+    # the full bracket refines only when its first pass is too wide: then the quick bound
+    # is that first pass's upper end, still within a few tolerances of the truth
+    assert quick <= upper * (1 + 5e-3)
+
+
+@pytest.mark.parametrize("q, sigma, steps, log_delta", CASES[:3])
+def test_kept_compositions_change_no_bit(q, sigma, steps, log_delta):
+    fresh = pld.epsilon_bounds(q, sigma, steps, log_delta)
+    fresh_quick = pld.epsilon_upper(q, sigma, steps, log_delta)
+    with pld.keeping_compositions():
+        quick = pld.epsilon_upper(q, sigma, steps, log_delta)
+        kept = pld.epsilon_bounds(q, sigma, steps, log_delta)   # reuses the quick pass
+        again = pld.epsilon_bounds(q, sigma, steps, log_delta)  # everything kept
+    assert (quick, kept, again) == (fresh_quick, fresh, fresh)
+
+
+def test_nothing_is_kept_outside_the_context():
+    from dpcalc.pld import compose
+
+    pld.epsilon_bounds(0.01, 4.0, 1000, math.log(1e-5))
+    assert compose._KEPT is None
+    with pld.keeping_compositions():
+        pld.epsilon_bounds(0.01, 4.0, 1000, math.log(1e-5))
+        assert compose._KEPT
+        with pld.keeping_compositions():           # nested: one store
+            assert compose._KEPT
+        assert compose._KEPT
+    assert compose._KEPT is None
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(q=0.01, epochs=100, epsilon=1.0, delta=1e-5),
+    dict(batch_size=256, dataset_size=60000, epochs=60, epsilon=3.0, delta=1e-5),
+    dict(q=0.00226, steps=6541, epsilon=2.1, delta=1e-20),
+])
+def test_solved_sigma_passes_on_the_full_bracket_or_its_quick_bound_and_is_near_minimal(
+        kwargs):
+    r = dpcalc.dpsgd(**kwargs)
+    sigma = r.value
+    q = kwargs.get("q", 256 / 60000)
+    steps = r.parameters["steps"]
+    log_delta = math.log(kwargs["delta"])
+    quick = pld.epsilon_upper(q, sigma, steps, log_delta)
+    full = pld.epsilon_bounds(q, sigma, steps, log_delta)[1]
+    assert min(quick, full) <= kwargs["epsilon"]           # certified by a valid upper bound
+    # a noise 1e-3 smaller is certainly not enough (its certified lower end fails)
+    lower_below = pld.epsilon_bounds(q, sigma * (1 - 1e-3), steps, log_delta)[0]
+    assert lower_below > kwargs["epsilon"] * (1 - 2e-3)
+
+
+def test_accountant_holds_agrees_with_the_full_bracket_on_clear_cases():
+    acc = Accountant("pld", 1e-3)
+    log_delta = math.log(1e-5)
+    lo, up = pld.epsilon_bounds(0.01, 4.0, 10000, log_delta)
+    assert acc.holds(0.01, 4.0, 10000, up * 1.01, log_delta) is True
+    assert acc.holds(0.01, 4.0, 10000, lo * 0.99, log_delta) is False
+    # a passing point certified by the cheap bound has no fallback note
+    assert acc.note_at(0.01, 4.0, 10000, log_delta) == ""
