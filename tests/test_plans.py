@@ -204,3 +204,53 @@ def test_laplace_json_output_is_a_laplace_record():
     direct = total_eps([{"mechanism": "laplace", "scale": 2},
                         {"mechanism": "gaussian", "sigma": 5}])
     assert from_output == direct
+
+
+# ---- a mechanism is one pair module plus one registry entry (issue 10) --------------------
+
+def test_subsampled_laplace_plans_from_its_registry_entry():
+    # q = 1: the plain Laplace mechanism, `steps` times
+    whole = total_eps([{"mechanism": "subsampled-laplace", "q": 1, "scale": 2, "steps": 10}])
+    plain = total_eps([{"mechanism": "laplace", "scale": 2, "count": 10}])
+    assert whole == plain
+    # each step is ε'-DP with ε' = log(1 + q(e^{1/b} − 1)) [BBG18, Thm 8], so the plan is
+    # below the optimal composition of T such points [KOV15, Thm 3.3]; and well above 0
+    q, b, steps = 0.05, 0.5, 200
+    eps1 = math.log1p(q * math.expm1(1 / b))
+    out = plan_json([{"mechanism": "subsampled-laplace", "q": q, "scale": b, "steps": steps}],
+                    "--total-delta", "1e-5")
+    kov = compose(epsilon=eps1, delta=0, k=steps, total_delta=1e-5, method="optimal").value
+    assert 0 < out["bounds"]["lower"] <= out["value"] <= kov * (1 + 2e-3)
+    assert out["value"] < steps * eps1
+
+
+def test_subsampled_laplace_null_scale_round_trips():
+    rec = {"mechanism": "subsampled-laplace", "q": 0.02, "scale": None, "steps": 500}
+    out = plan_json([rec], "--total-delta", "1e-5", "--total-epsilon", "1")
+    assert out["solved_for"] == "records[0].scale"
+    b = out["value"]
+    assert total_eps([dict(rec, scale=b)]) <= 1.0
+    assert total_eps([dict(rec, scale=b * (1 - 1e-3))]) > 1.0
+
+
+def test_a_new_registry_entry_is_all_a_plan_needs(monkeypatch):
+    from dpcalc import mechanisms
+
+    entry = mechanisms.Entry("dpcalc.mechanisms.gaussian", "Gaussian",
+                             mechanisms.Record(("sigma",), ("sigma",)))
+    monkeypatch.setitem(mechanisms.PAIRS, "my-gaussian", entry)
+    mine = total_eps([{"mechanism": "my-gaussian", "sigma": 3, "count": 4}])
+    # the registered "gaussian" plan is exact (one Gaussian, DRS19 Cor 3.3); the new name
+    # goes through the PLD engine: a certified upper bound within its tolerance
+    exact = total_eps([{"mechanism": "gaussian", "sigma": 3, "count": 4}])
+    assert exact <= mine <= exact * (1 + 1e-3)
+
+
+def test_unknown_fields_of_a_registered_mechanism_are_named():
+    proc = dpcalc("compose", "--from", "-", "--total-delta", "1e-5",
+                  stdin=json.dumps([{"mechanism": "subsampled-laplace", "q": 0.1, "scale": 1,
+                                     "steps": 3, "sigma": 2}]))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ('dpcalc: error: --from: record 1: unknown field "sigma" for '
+                                   "subsampled-laplace (fields: q, scale, sensitivity, steps, "
+                                   "count)")

@@ -381,6 +381,8 @@ def _solve(acc: Accountant, unknown: str, values: dict):
 
 
 def _solve_one(acc: Accountant, unknown: str, values: dict):
+    from dpcalc.api._dpsgd_guess import q_guess, sigma_guess, steps_guess
+
     q, sigma = values.get("q"), values.get("sigma")
     eps = values.get("epsilon")
     log_d = log_of(values["delta"]) if "delta" in values else None
@@ -406,7 +408,7 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
         # seed the bracket with a secant root of the continuous upper bound (any guess is
         # safe: holds decides, and the solver returns the passing side)
         rtol = 2e-5 if acc.name == "pld" else 1e-9  # the PLD bound is only 1e-3 tight
-        guess, guess_rtol = _sigma_guess(acc, q, steps, eps, log_d,
+        guess, guess_rtol = sigma_guess(acc, q, steps, eps, log_d,
                                          8e-6 if acc.name == "pld" else 2e-10)
         # low_open: the floor is not probed first (a bisection towards it returns a point
         # that passes, just above it, when it passes too)
@@ -415,7 +417,7 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
                                 name="σ", rtol=rtol,
                                 guess=guess, guess_rtol=guess_rtol), None
     if unknown in ("steps", "epochs"):
-        guess = _steps_guess(acc, q, sigma, eps, log_d)
+        guess = steps_guess(acc, q, sigma, eps, log_d)
     if unknown == "steps":
         return largest_passing_int(lambda n: acc.holds(q, sigma, n, eps, log_d), low=1,
                                    name="steps", high=MAX_STEPS, guess=guess), None
@@ -447,7 +449,7 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
     rtol, guess, guess_rtol = 1e-9, None, 1e-9
     if "steps" in values:
         rtol = 1e-7 if acc.name == "pld" else 1e-9
-        guess, guess_rtol = _q_guess(acc, values, eps, log_d, low, rtol / 4)
+        guess, guess_rtol = q_guess(acc, values, eps, log_d, low, rtol / 4)
     try:
         return largest_passing(lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
                                low=low, high=1.0, high_open=False, name="q", rtol=rtol,
@@ -457,148 +459,6 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
             raise
         raise InfeasibleError(f"no q >= {low:.3g} meets the target (a smaller q would need more "
                               f"than {MAX_STEPS:.0e} steps)") from None
-
-
-def _steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
-                 log_delta: float) -> int | None:
-    """An estimate of the largest passing step count for the PLD (None for the others).
-
-    The RDP accountant's exact answer (its per-step RDP is computed once per (q, σ), so each
-    of its probes is cheap) seeds a secant on log T ↦ log ε_upper(T) of the PLD; any guess is
-    safe: the integer solver checks the guess and its neighbour with ``holds``.
-    """
-    if acc.name != "pld" or epsilon <= 0:
-        return None
-    rdp = Accountant("rdp", acc.tolerance)
-    try:
-        t0 = largest_passing_int(lambda n: rdp.holds(q, sigma, n, epsilon, log_delta), low=1,
-                                 name="steps", high=MAX_STEPS)
-    except InfeasibleError:
-        return None
-
-    def f(x: float) -> float:
-        n = min(max(1, round(math.exp(x))), MAX_STEPS)
-        return math.log(acc.upper(q, sigma, n, log_delta)) - math.log(epsilon)
-
-    try:
-        x0 = math.log(t0)
-        f0 = f(x0)
-        x1 = x0 + 0.02 if f0 < 0 else x0 - 0.02
-        for _ in range(6):
-            f1 = f(x1)
-            if f1 == f0 or not math.isfinite(f1):
-                break
-            step = f1 * (x1 - x0) / (f1 - f0)
-            x0, f0, x1 = x1, f1, x1 - max(-1.0, min(1.0, step))
-            if abs(step) < 2e-4:
-                break
-        return min(max(1, math.floor(math.exp(x1))), MAX_STEPS)
-    except (ArithmeticError, ValueError):
-        return None
-
-
-def _q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
-             low: float, stop: float) -> tuple[float | None, float]:
-    """Secant iteration on log q ↦ log ε_upper(q) towards the target, seeded by the
-    Gaussian-DP CLT [DRS19]: (guess, its accuracy), or (None, 1e-4) without a seed. Any guess
-    is safe: ``holds`` decides, and the solver returns the passing side."""
-    from dpcalc.relations import dpsgd as rel
-
-    sigma = acc._evaluated_sigma(values["sigma"])
-    seed = rel.clt_q_guess(sigma, epsilon, log_delta, steps=values.get("steps"),
-                           epochs=values.get("epochs"))
-    if seed is None or not low < seed < 1.0:
-        return None, 1e-4
-
-    def f(x: float) -> float:
-        r = math.exp(x)
-        if not low < r <= 1.0:
-            raise ValueError("outside the q range")
-        n = values["steps"] if "steps" in values else steps_for(values["epochs"], r)
-        return math.log(acc.upper(r, sigma, n, log_delta)) - math.log(epsilon)
-
-    try:
-        x0 = math.log(seed)
-        f0 = f(x0)
-        x1 = x0 - 0.01 if f0 > 0 else min(x0 + 0.01, 0.0)
-        for _ in range(12):
-            f1 = f(x1)
-            if f1 == f0 or not math.isfinite(f1):
-                break
-            step = f1 * (x1 - x0) / (f1 - f0)
-            if abs(step) < stop:
-                return math.exp(x1), max(2.0 * abs(step) + stop / 8, 2e-9)
-            x0, f0, x1 = x1, f1, min(x1 - max(-1.0, min(1.0, step)), 0.0)
-        return math.exp(x1), 1e-4
-    except (ArithmeticError, ValueError):
-        return None, 1e-4
-
-
-def _clt_slope(q: float, steps: int, epsilon: float, log_delta: float) -> float | None:
-    """d log ε / d log σ of the Gaussian-DP CLT estimate [DRS19] (None when undefined)."""
-    from dpcalc.relations import dpsgd as rel
-
-    hi = rel.clt_sigma_guess(q, steps, epsilon * 1.01, log_delta)
-    lo = rel.clt_sigma_guess(q, steps, epsilon / 1.01, log_delta)
-    if hi is None or lo is None or hi == lo:
-        return None
-    slope = 2.0 * math.log(1.01) / (math.log(hi) - math.log(lo))
-    return slope if slope < 0 and math.isfinite(slope) else None
-
-
-def _sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
-                 log_delta: float, stop: float) -> tuple[float | None, float]:
-    """Secant iteration on log σ ↦ log ε_upper(σ) towards the target ε: (guess, its accuracy).
-
-    The secant runs until its own estimate of the distance to the root is below ``stop`` in
-    log σ; the solver then needs only the neighbouring point to certify the answer (any guess
-    is safe: ``holds`` decides). Every evaluation is memoised in ``acc``, so the solver reuses
-    the secant's points.
-    """
-    if epsilon <= 0:
-        return None, 1e-4
-    from dpcalc.relations import dpsgd as rel
-
-    # seed: the Gaussian-DP CLT for the PLD (close to it when q is small) [DRS19], else the
-    # moments-accountant scaling σ ≈ q√(2T ln(1/δ))/ε [ACGMMTZ16]
-    clt = rel.clt_sigma_guess(q, steps, epsilon, log_delta) if acc.name == "pld" else None
-    first = 0.01 if clt is not None else 0.05
-    x0 = math.log(clt if clt is not None else
-                  max(0.5, q * math.sqrt(2.0 * steps * -log_delta) / epsilon))
-
-    def f(x: float) -> float:
-        if not -7.0 < x < 13.8:  # σ outside [1e-3, 1e6]: the solver's own bracket decides
-            raise ValueError("outside the σ range")
-        return math.log(acc.upper(q, math.exp(x), steps, log_delta)) - math.log(epsilon)
-
-    try:
-        f0 = f(x0)
-        for _ in range(12):  # no finite bound yet (e.g. strong composition): more noise
-            if math.isfinite(f0):
-                break
-            x0 += 1.0
-            f0 = f(x0)
-        # first step: Newton with the CLT's own slope d log ε / d log σ when there is one
-        # (the CLT's error is a slowly varying factor), else a fixed step towards the root
-        slope = _clt_slope(q, steps, epsilon, log_delta) if clt is not None else None
-        if slope is not None and abs(f0) > 1e-6:
-            x1 = x0 - max(-0.2, min(0.2, f0 / slope))
-        else:
-            x1 = x0 + first if f0 > 0 else x0 - first
-        for _ in range(12):
-            f1 = f(x1)
-            if f1 == f0 or not math.isfinite(f1):
-                break
-            step = f1 * (x1 - x0) / (f1 - f0)  # the secant's distance from x1 to the root
-            if abs(step) < stop:
-                # the root lies about ``step`` from x1 (the secant converges superlinearly):
-                # the solver's first probe, 2·|step| beyond it, is then on the other side
-                return math.exp(x1), max(2.0 * abs(step) + stop / 8,
-                                         2e-9 if stop < 1e-9 else 1e-8)
-            x0, f0, x1 = x1, f1, x1 - max(-2.0, min(2.0, step))
-        return math.exp(x1), 1e-4
-    except (ArithmeticError, ValueError):
-        return None, 1e-4
 
 
 def _curve(acc: Accountant, values: dict) -> list[dict]:

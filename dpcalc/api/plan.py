@@ -1,6 +1,7 @@
 """``compose --from`` with mechanisms: a plan composed as one privacy loss distribution.
 
 A record describes a mechanism (``{"mechanism": "gaussian", "sigma": 2}``; ``laplace``,
+``subsampled-laplace`` — every mechanism with a record in dpcalc.mechanisms.PAIRS — and
 ``dpsgd``, ``subsampled-gaussian``), the ``--json`` output of ``gaussian``, ``laplace`` or
 ``dpsgd`` (its ``parameters`` describe the mechanism), or a bare ``{"epsilon", "delta"}``
 point; each may carry ``"count": n``.  Every record becomes a dominating pair
@@ -22,6 +23,7 @@ from fractions import Fraction
 
 from dpcalc.api.compose_list import MECH_DELTA, MECH_EPSILON  # noqa: E402, I001
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
+from dpcalc.mechanisms import records
 from dpcalc.numeric.directed import UNIT_ROUNDOFF, exp_up, log_of
 from dpcalc.params import INF, SCALE, SENSITIVITY, SIGMA, Param
 from dpcalc.references import REFS
@@ -38,15 +40,21 @@ _PARAMS = {"sigma": SIGMA, "scale": SCALE, "sensitivity": SENSITIVITY, "q": Q, "
            "epochs": EPOCHS, "count": COUNT, "epsilon": MECH_EPSILON, "delta": MECH_DELTA,
            "batch_size": SIZE, "dataset_size": SIZE}
 NULLABLE = ("sigma", "scale", "q", "steps", "epochs", "count")
-#: fields of each record kind (beyond "mechanism" and "count")
-FIELDS = {
-    "gaussian": ("sigma", "sensitivity"),
-    "laplace": ("scale", "sensitivity"),
+#: fields of the record kinds that are not a registered mechanism's (beyond "mechanism"
+#: and "count"); the registered ones declare theirs in dpcalc.mechanisms.PAIRS
+_OWN_FIELDS = {
     "dpsgd": ("q", "batch_size", "dataset_size", "sigma", "epochs", "steps", "sampling",
               "relation", "examples_per_user"),
     "subsampled-gaussian": ("q", "sigma", "steps"),
     "point": ("epsilon", "delta"),
 }
+
+
+def record_fields() -> dict[str, tuple[str, ...]]:
+    """Every record kind and its fields: the registry's mechanisms first."""
+    return {**{name: record.fields for name, record in records().items()}, **_OWN_FIELDS}
+
+
 _OUTPUT_KINDS = {"gaussian": "gaussian", "laplace": "laplace", "dpsgd": "dpsgd"}
 MAX_STEPS = 10**9
 
@@ -94,7 +102,7 @@ def _parse(rec: dict, pos: int, nulls: list) -> _Rec:
             raise UsageError(f'--from: record {pos}: a {command} output needs its "parameters"')
         kind = _OUTPUT_KINDS[command]
         out = _Rec(pos, kind)
-        names = ("q", "sigma", "steps") if kind == "dpsgd" else FIELDS[kind]
+        names = ("q", "sigma", "steps") if kind == "dpsgd" else record_fields()[kind]
         for name in names:
             if name in fields:
                 out.values[name] = _number(pos, name, fields[name], nulls)
@@ -111,17 +119,18 @@ def _parse(rec: dict, pos: int, nulls: list) -> _Rec:
     if command is not None and "mechanism" not in rec:
         raise UsageError(f"--from: record {pos}: not a mechanism record (command {command!r})")
     kind = rec.get("mechanism", "point")
-    if kind not in FIELDS or kind == "point" and "mechanism" in rec:
+    kinds = record_fields()
+    if kind not in kinds or kind == "point" and "mechanism" in rec:
         raise UsageError(f"--from: record {pos}: unknown mechanism {kind!r} (expected one of "
-                         f"{', '.join(k for k in FIELDS if k != 'point')})")
+                         f"{', '.join(k for k in kinds if k != 'point')})")
     out = _Rec(pos, kind)
     for name, raw in rec.items():
         if name in ("mechanism", "count"):
             continue
-        if name not in FIELDS[kind]:
+        if name not in kinds[kind]:
             raise UsageError(f'--from: record {pos}: unknown field "{name}" for '
                              f"{'an (epsilon, delta) point' if kind == 'point' else kind} "
-                             f"(fields: {', '.join(FIELDS[kind] + ('count',))})")
+                             f"(fields: {', '.join(kinds[kind] + ('count',))})")
         if name in ("sampling", "relation", "examples_per_user"):
             out.values[name] = raw
         else:
@@ -153,8 +162,10 @@ def _check_dpsgd(r: _Rec) -> None:
             v["q"] = min(1.0, q if Fraction(q) >= Fraction(b, n) else math.nextafter(q, 2.0))
         if "epochs" in v and "steps" in v:
             raise UsageError(f'--from: record {pos}: give "epochs" or "steps", not both')
-    required = {"gaussian": ("sigma",), "laplace": ("scale",), "point": ("epsilon", "delta"),
-                "subsampled-gaussian": ("q", "sigma", "steps"), "dpsgd": ("q", "sigma")}[r.kind]
+    registered = records()
+    required = registered[r.kind].required if r.kind in registered else {
+        "point": ("epsilon", "delta"), "subsampled-gaussian": ("q", "sigma", "steps"),
+        "dpsgd": ("q", "sigma")}[r.kind]
     for name in required:
         if name not in v:
             raise UsageError(f'--from: record {pos}: a {r.kind} record needs "{name}"')
@@ -178,12 +189,11 @@ def _items_of(r: _Rec, v: dict, count: int) -> list:
     from dpcalc.api._dpsgd_items import record_scheme, run_items
     from dpcalc.mechanisms import pair_class
 
-    if r.kind == "gaussian":
-        return [(pair_class("gaussian")(float(v["sigma"]), float(v.get("sensitivity", 1.0))),
-                 count)]
-    if r.kind == "laplace":
-        return [(pair_class("laplace")(float(v["scale"]), float(v.get("sensitivity", 1.0))),
-                 count)]
+    registered = records()
+    if r.kind in registered:   # a registered mechanism builds its own pair
+        record = registered[r.kind]
+        repeats = int(v[record.repeats]) if record.repeats else 1
+        return [(pair_class(r.kind).from_record(v), count * repeats)]
     if r.kind == "point":
         return [(pair_class("eps-delta")(float(v["epsilon"]), log_of(v["delta"])), count)]
     return run_items(float(v["q"]), float(v["sigma"]), count * _steps(r, v), record_scheme(v))

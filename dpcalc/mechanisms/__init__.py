@@ -12,8 +12,10 @@ Thm 10], so the PLD of the pair, composed, gives a sound privacy profile.
 - ``fixed_batch``: B of N without replacement each step, replace-one (and add/remove).
 - ``shuffle``: shuffled epochs: the no-amplification upper bound and the attack lower bound.
 
-PAIRS is the registry: mechanism name → (module, class).  Adding a mechanism is one module
-implementing dpcalc.pld.pair.DominatingPair plus one entry here.  Loaded lazily (numpy).
+PAIRS is the registry: mechanism name → (module, class, record).  Adding a mechanism is one
+module implementing dpcalc.pld.pair.DominatingPair plus one entry here; with a ``Record``
+(the fields of its ``compose --from`` record) and a ``from_record`` class method, plans
+compose it too, with no other change.  Loaded lazily (numpy).
 
 References: ZDW22, DRS19, LRKS24, Chua24, ChuaS24.
 """
@@ -21,17 +23,43 @@ References: ZDW22, DRS19, LRKS24, Chua24, ChuaS24.
 from __future__ import annotations
 
 import importlib
+from typing import NamedTuple
 
-PAIRS: dict[str, tuple[str, str]] = {
-    "gaussian": ("dpcalc.mechanisms.gaussian", "Gaussian"),
-    "subsampled-gaussian": ("dpcalc.mechanisms.subsampled_gaussian", "SubsampledGaussian"),
-    "laplace": ("dpcalc.mechanisms.laplace", "Laplace"),
-    "subsampled-laplace": ("dpcalc.mechanisms.subsampled_laplace", "SubsampledLaplace"),
-    "eps-delta": ("dpcalc.mechanisms.eps_delta", "EpsDelta"),
+
+class Record(NamedTuple):
+    """A mechanism's ``compose --from`` record: its fields, the ones it needs, and the field
+    (a count of steps) that repeats the pair, if any. The class builds the pair from the
+    record's values with ``from_record(values)``."""
+
+    fields: tuple[str, ...]
+    required: tuple[str, ...]
+    repeats: str | None = None
+
+
+class Entry(NamedTuple):
+    module: str
+    cls: str
+    record: Record | None = None
+
+
+PAIRS: dict[str, Entry] = {
+    "gaussian": Entry("dpcalc.mechanisms.gaussian", "Gaussian",
+                      Record(("sigma", "sensitivity"), ("sigma",))),
+    "subsampled-gaussian": Entry("dpcalc.mechanisms.subsampled_gaussian", "SubsampledGaussian"),
+    "laplace": Entry("dpcalc.mechanisms.laplace", "Laplace",
+                     Record(("scale", "sensitivity"), ("scale",))),
+    "subsampled-laplace": Entry("dpcalc.mechanisms.subsampled_laplace", "SubsampledLaplace",
+                                Record(("q", "scale", "sensitivity", "steps"),
+                                       ("q", "scale", "steps"), repeats="steps")),
+    "eps-delta": Entry("dpcalc.mechanisms.eps_delta", "EpsDelta"),
 }
+
+def records() -> dict[str, Record]:
+    """The mechanisms a plan record may name, by their registry entries."""
+    return {name: e.record for name, e in PAIRS.items() if e.record is not None}
 
 
 def pair_class(name: str):
     """The DominatingPair class registered under a mechanism name."""
-    module, cls = PAIRS[name]
-    return getattr(importlib.import_module(module), cls)
+    entry = PAIRS[name]
+    return getattr(importlib.import_module(entry.module), entry.cls)

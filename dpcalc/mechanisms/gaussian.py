@@ -31,5 +31,10 @@ class Gaussian(SubsampledGaussian):
     def __repr__(self) -> str:
         return f"Gaussian(sigma/sensitivity={self.sigma!r})"
 
+    @classmethod
+    def from_record(cls, v: dict) -> Gaussian:
+        """The pair of a ``compose --from`` record (dpcalc.mechanisms.PAIRS)."""
+        return cls(float(v["sigma"]), float(v.get("sensitivity", 1.0)))
+
     def key(self):
         return ("gaussian", self.sigma)

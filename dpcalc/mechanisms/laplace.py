@@ -24,5 +24,10 @@ class Laplace(SubsampledLaplace):
     def __repr__(self) -> str:
         return f"Laplace(scale/sensitivity={self.b!r})"
 
+    @classmethod
+    def from_record(cls, v: dict) -> Laplace:
+        """The pair of a ``compose --from`` record (dpcalc.mechanisms.PAIRS)."""
+        return cls(float(v["scale"]), float(v.get("sensitivity", 1.0)))
+
     def key(self):
         return ("laplace", self.b)

@@ -86,6 +86,15 @@ class SubsampledLaplace:
     def __repr__(self) -> str:
         return f"SubsampledLaplace(q={self.q!r}, scale={self.b!r})"
 
+    @classmethod
+    def from_record(cls, v: dict) -> SubsampledLaplace:
+        """One step of a ``compose --from`` record (its "steps" repeat it; see
+        dpcalc.mechanisms.PAIRS); the scale is per unit of L1 sensitivity."""
+        from dpcalc.mechanisms.gaussian import noise_per_sensitivity
+
+        return cls(float(v["q"]), noise_per_sensitivity(float(v["scale"]),
+                                                        float(v.get("sensitivity", 1.0))))
+
     def key(self):
         return ("subsampled-laplace", self.q, self.b)
 
