@@ -24,6 +24,7 @@ from dpcalc.cli.options import (
 )
 from dpcalc.cli.output import emit
 from dpcalc.errors import UsageError
+from dpcalc.mechanisms import records
 from dpcalc.methods import COMPOSE
 
 
@@ -50,6 +51,8 @@ def _read(source: str) -> str:
 # the names --solve-for accepts (dpcalc.api.compose checks them; tests/test_cli_robust.py
 # keeps the two in step)
 SOLVE_FOR = ("epsilon", "delta", "k", "total-epsilon", "total-delta")
+#: the record kinds of a plan: the registered mechanisms (dpcalc.mechanisms.PAIRS), then DP-SGD
+_KINDS = " | ".join([*records(), "dpsgd", "subsampled-gaussian"])
 
 
 def compose(
@@ -69,7 +72,7 @@ def compose(
                  panel=METHOD) = None,
     source: Annotated[str | None, typer.Option(
         "--from", help="JSON list of mechanisms (file, or - for stdin): {mechanism: "
-                       "gaussian|laplace|dpsgd|subsampled-gaussian, ...} records, {epsilon, "
+                       f"{_KINDS}, ...}} records, {{epsilon, "
                        "delta} points, or dpcalc --json outputs; each may carry count, one "
                        "number may be null (solved).", rich_help_panel=PARAMS,
         metavar="FILE|-")] = None,
