@@ -85,3 +85,24 @@ def test_accountant_holds_agrees_with_the_full_bracket_on_clear_cases():
     assert acc.holds(0.01, 4.0, 10000, lo * 0.99, log_delta) is False
     # a passing point certified by the cheap bound has no fallback note
     assert acc.note_at(0.01, 4.0, 10000, log_delta) == ""
+
+
+def test_curve_points_are_certified_upper_bounds_near_each_points_bracket():
+    q, sigma, log_delta = 256 / 60000, 1.1, math.log(1e-5)
+    steps = [math.ceil(e / q) for e in (1, 2, 5, 13, 30, 60)]
+    rows = pld.epsilon_curve(q, sigma, steps, log_delta, upper_only=True)
+    for (s, lo, up), t in zip(rows, steps, strict=True):
+        low, high = pld.epsilon_bounds(q, sigma, t, log_delta)
+        assert s == t and lo == 0.0
+        assert up >= low                      # never below the certified truth
+        assert up <= high * (1 + 5e-3)        # and within a few tolerances of the bracket
+    assert [r[2] for r in rows] == sorted(r[2] for r in rows)
+
+
+def test_dpsgd_curve_json_points_are_upper_bounds(capsys):
+    r = dpcalc.dpsgd(q=0.02, sigma=1.5, epochs=5, delta=1e-5, curve=True)
+    curve = r.extra["curve"]
+    assert [p["epochs"] for p in curve] == [1, 2, 3, 4, 5]
+    for p in curve:
+        low = pld.epsilon_bounds(0.02, 1.5, p["steps"], math.log(1e-5))[0]
+        assert p["epsilon"] >= low and "lower" not in p

@@ -479,10 +479,12 @@ def _curve(acc: Accountant, values: dict) -> list[dict]:
         from dpcalc.relations import pld
 
         try:
+            # certified upper bounds from the PLD's first pass (the answer itself keeps its
+            # refined bracket): a curve is read for its shape, at a third of the cost
             rows = pld_call(pld.epsilon_curve, q, acc._evaluated_sigma(sigma), steps_list,
-                            log_d, acc.tolerance)
-            return [{"epochs": e, "steps": s, "epsilon": hi, "lower": lo}
-                    for e, (s, lo, hi) in zip(points, rows, strict=True)]
+                            log_d, acc.tolerance, True)
+            return [{"epochs": e, "steps": s, "epsilon": hi}
+                    for e, (s, _, hi) in zip(points, rows, strict=True)]
         except pld.PLDUncertifiable:
             acc = Accountant(FALLBACK[acc.name], acc.tolerance)
     return [{"epochs": e, "steps": s, "epsilon": acc.epsilon(q, sigma, s, log_d)[0]}

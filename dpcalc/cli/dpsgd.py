@@ -56,7 +56,8 @@ def dpsgd(
                              "--examples-per-user", panel=METHOD) = None,
     curve: Annotated[bool, typer.Option(
         "--curve", help="Also show ε after each epoch (every epoch up to 100 epochs, then "
-        "100 evenly spaced epochs).", rich_help_panel=OUTPUT)] = False,
+        "100 evenly spaced epochs): certified upper bounds, from the PLD's first pass.",
+        rich_help_panel=OUTPUT)] = False,
     curve_accountants: Annotated[str | None, typer.Option(
         "--curve-accountants", help="Also plot these accountants' ε curves as separate "
         "series (implies --curve): a comma-separated list of pld, rdp, moments, strong, or "

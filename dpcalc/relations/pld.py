@@ -130,11 +130,14 @@ def epsilon_upper(q: float, noise_multiplier: float, steps: int, log_delta: floa
 
 
 def epsilon_curve(q: float, noise_multiplier: float, steps_list, log_delta: float,
-                  tolerance: float = 1e-3) -> list[tuple[int, float, float]]:
+                  tolerance: float = 1e-3, upper_only: bool = False
+                  ) -> list[tuple[int, float, float]]:
     """Certified brackets on ε(δ) after each of a strictly increasing list of step counts.
 
     Composed incrementally: within a group of step counts that share a tilt, the PLD after
     T_{i+1} steps is the one after T_i convolved with the (cached) increment.
+    ``upper_only``: the upper ends of the first pass only (pessimistic sides, no refinement;
+    see epsilon_upper), lower ends 0: about a third of the work.
     References: [KJH20], [DGKKM22] (see epsilon_bounds).
 
     Returns:
@@ -148,7 +151,8 @@ def epsilon_curve(q: float, noise_multiplier: float, steps_list, log_delta: floa
         raise ValueError("steps_list must be strictly increasing")
     _check_log_delta(log_delta)
     pair = SubsampledGaussian(float(q), float(noise_multiplier))
-    res = _eps_core(pair, [int(s) for s in steps_list], float(log_delta), float(tolerance))
+    res = _eps_core(pair, [int(s) for s in steps_list], float(log_delta), float(tolerance),
+                    quick=upper_only)
     return [(int(s), lo, up) for s, (lo, up) in zip(steps_list, res, strict=False)]
 
 
