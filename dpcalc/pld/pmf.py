@@ -61,8 +61,11 @@ def _heavy(t: np.ndarray, k: int = 16):
     """Indices of the k largest entries if they carry at least half of the mass."""
     if t.size <= 8 * k:
         return None
+    total = float(t.sum())
+    if float(t.max()) * k < 0.5 * total:
+        return None        # k entries of at most the maximum cannot carry half: no selection
     idx = np.argpartition(t, t.size - k)[t.size - k:]
-    return idx if float(t[idx].sum()) >= 0.5 * float(t.sum()) else None
+    return idx if float(t[idx].sum()) >= 0.5 * total else None
 
 
 def _conv_fft(x: np.ndarray, y: np.ndarray, same: bool):
@@ -135,6 +138,21 @@ def _conv(a: _Dist, b: _Dist) -> _Dist:
     return _normalise(d)
 
 
+def _tail_cut(t: np.ndarray, tau_s: float) -> tuple[int, float]:
+    """(i, mass): the first i entries of t sum to at most tau_s (i largest), and their sum.
+
+    The running sums are formed on a growing prefix (numpy's cumsum is sequential, so a
+    prefix's sums are those of the whole vector): a light tail costs a short scan."""
+    n = t.size
+    m = min(n, 4096)
+    while True:
+        cs = np.cumsum(t[:m])
+        if m == n or cs[-1] > tau_s:
+            i = int(np.searchsorted(cs, tau_s, side="right"))
+            return i, (float(cs[i - 1]) if i else 0.0)
+        m = min(n, 8 * m)
+
+
 def _truncate(d: _Dist, tau: float, pess: bool) -> _Dist:
     """Drop both tails of tilted mass ≤ τ (τ in absolute tilted units).
 
@@ -150,15 +168,13 @@ def _truncate(d: _Dist, tau: float, pess: bool) -> _Dist:
     tau_s = max(tau_s, d.noise)
     if not tau_s > 0.0:
         return d
-    cs = np.cumsum(t)
-    i0 = int(np.searchsorted(cs, tau_s, side="right"))
-    rcs = np.cumsum(t[::-1])
-    i1 = int(np.searchsorted(rcs, tau_s, side="right"))
+    i0, m0 = _tail_cut(t, tau_s)
+    i1, m1 = _tail_cut(t[::-1], tau_s)
     if i0 + i1 >= t.size - 1:
         return d
     if i0 == 0 and i1 == 0:
         return d
-    dropped = (float(cs[i0 - 1]) if i0 else 0.0) + (float(rcs[i1 - 1]) if i1 else 0.0)
+    dropped = m0 + m1
     dropped *= 1.0 + t.size * _U * 2
     nt = t[i0:t.size - i1]
     e1 = d.e1 + dropped if pess else d.e1
