@@ -19,8 +19,9 @@ def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
     """An estimate of the largest passing step count for the PLD (None for the others).
 
     The RDP accountant's exact answer (its per-step RDP is computed once per (q, σ), so each
-    of its probes is cheap) seeds a secant on log T ↦ log ε_upper(T) of the PLD; any guess is
-    safe: the integer solver checks the guess and its neighbour with ``holds``.
+    of its probes is cheap) seeds a secant on log T ↦ log ε_upper(T) of the PLD (the bound
+    ``holds`` decides on: ``Accountant.bound_for``); any guess is safe: the integer solver
+    checks the guess and its neighbour with ``holds``.
     """
     if acc.name != "pld" or epsilon <= 0:
         return None
@@ -33,7 +34,7 @@ def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
 
     def f(x: float) -> float:
         n = min(max(1, round(math.exp(x))), MAX_STEPS)
-        return math.log(acc.upper(q, sigma, n, log_delta)) - math.log(epsilon)
+        return math.log(acc.bound_for(q, sigma, n, log_delta, epsilon)) - math.log(epsilon)
 
     try:
         x0 = math.log(t0)
@@ -70,7 +71,7 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         if not low < r <= 1.0:
             raise ValueError("outside the q range")
         n = values["steps"] if "steps" in values else steps_for(values["epochs"], r)
-        return math.log(acc.upper(r, sigma, n, log_delta)) - math.log(epsilon)
+        return math.log(acc.bound_for(r, sigma, n, log_delta, epsilon)) - math.log(epsilon)
 
     try:
         x0 = math.log(seed)
@@ -124,7 +125,8 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
     def f(x: float) -> float:
         if not -7.0 < x < 13.8:  # σ outside [1e-3, 1e6]: the solver's own bracket decides
             raise ValueError("outside the σ range")
-        return math.log(acc.upper(q, math.exp(x), steps, log_delta)) - math.log(epsilon)
+        return math.log(acc.bound_for(q, math.exp(x), steps, log_delta, epsilon)) \
+            - math.log(epsilon)
 
     try:
         f0 = f(x0)

@@ -138,6 +138,14 @@ class Accountant:
         got = self._upper[key]
         return got if got is not None else self.epsilon(q, sigma, steps, log_delta)[0]
 
+    def bound_for(self, q: float, sigma: float, steps: int, log_delta: float,
+                  target: float) -> float:
+        """The upper bound on ε that ``holds`` compares with ``target``: the cheap one when
+        it meets the target, else the full evaluation's. A secant on it converges to the
+        predicate's own threshold, also where the full bracket refines the cheap bound."""
+        cheap = self.upper(q, sigma, steps, log_delta)
+        return cheap if cheap <= target else self.epsilon(q, sigma, steps, log_delta)[0]
+
     def note_at(self, q: float, sigma: float, steps: int, log_delta: float) -> str:
         """The fallback note of the ε point that certifies an answer ("" when none)."""
         key = (q, self._evaluated_sigma(sigma), steps, log_delta)
