@@ -34,6 +34,7 @@ from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.numeric.directed import down as _down
 from dpcalc.numeric.directed import up as _up
 from dpcalc.numeric.logspace import NEG_INF, log1mexp, log_add, log_sum
+from dpcalc.solve import bisect_to_adjacent
 
 _INF = math.inf
 _TINY_X = 1e-300          # keeps a log1mexp argument strictly negative (only enlarges terms)
@@ -609,16 +610,8 @@ def _smallest_passing_epsilon(log_delta_at, log_total_delta: float, e_max: float
     hi = e_max
     if log_delta_at(hi) > log_total_delta:
         return _INF
-    lo = 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        if log_delta_at(mid) <= log_total_delta:
-            hi = mid
-        else:
-            lo = mid
-    return hi  # lo and hi are adjacent doubles (or 200 halvings were done)
+    # to adjacent doubles (or 200 halvings), keeping the passing end
+    return bisect_to_adjacent(lambda e: log_delta_at(e) <= log_total_delta, 0.0, hi)
 
 
 def optimal_epsilon(epsilon: float, log_delta: float, k: int, log_total_delta: float) -> float:

@@ -51,6 +51,7 @@ from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.numeric.directed import down as _down
 from dpcalc.numeric.directed import up as _up
 from dpcalc.numeric.logspace import NEG_INF, log1mexp, log_add, log_expm1
+from dpcalc.solve import bisect_to_adjacent, climb_to_adjacent
 
 _INF = math.inf
 SAMPLINGS = ("poisson", "without-replacement")
@@ -180,36 +181,13 @@ def _shrink_until(value: float, passes, lower: float = 0.0) -> float | None:
     return None
 
 
-def _climb(x: float, passes) -> float:
-    """From a passing x, the largest float reachable upward with passes (gallop, then refine)."""
-    step = max(math.ulp(x), math.ldexp(1.0, -1074))
-    for _ in range(64):  # gallop
-        if not passes(x + step):
-            break
-        x += step
-        step *= 2.0
-    while step > math.ulp(x):  # refine down to adjacent floats
-        step *= 0.5
-        if x + step > x and passes(x + step):
-            x += step
-    return x
-
-
 def _bisect_largest(passes, lo: float, hi: float) -> float | None:
     """Largest x in [lo, hi] with passes(x), assuming a monotone predicate; lo may fail."""
     if passes(hi):
         return hi
     if not passes(lo):
         return None
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        if passes(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return bisect_to_adjacent(passes, hi, lo)
 
 
 def max_q(epsilon: float, log_delta: float, amplified_epsilon: float, log_amplified_delta: float,
@@ -313,7 +291,7 @@ def max_base_epsilon(q: float, amplified_epsilon: float, sampling: str = "poisso
         if top is None:
             return 0.0 if eps_ok(0.0) and delta_ok(0.0) else None
         top = max(top, 0.0)
-    top = _climb(top, eps_ok)
+    top = climb_to_adjacent(eps_ok, top)
     if delta_ok(top):
         return top
     if not _two_sided(sampling, relation):
