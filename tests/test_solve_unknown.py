@@ -146,3 +146,19 @@ def test_climb_to_adjacent_reaches_the_last_passing_double(t):
     start = t * 0.999999 if t > 1e-300 else 0.0
     got = climb_to_adjacent(lambda x: x <= t, start)
     assert got == t
+
+
+def test_a_relation_domain_error_reaches_the_cli_as_exit_2_with_one_line(capsys, monkeypatch):
+    """A relation called outside its domain raises DomainError (no longer a bare ValueError,
+    which the CLI reports as an internal error, exit 3): exit 2, its message on one line."""
+    from dpcalc.api import laplace as api
+    from dpcalc.relations import subsample
+    from tests.cli_helpers import run
+
+    def out_of_domain(*args, **kwargs):
+        return subsample.amplify(-1.0, -10.0, 0.5)
+
+    monkeypatch.setattr(api.rel, "log_delta", out_of_domain)
+    r = run(capsys, "laplace", "--scale", "2", "--epsilon", "1")
+    assert r.code == 2 and r.out == ""
+    assert r.err.count("\n") == 1 and r.err.startswith("dpcalc: error: epsilon must be")

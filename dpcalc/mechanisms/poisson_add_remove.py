@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from dpcalc.errors import DomainError
 from dpcalc.mechanisms._mixture import MixturePair, log_binomial_weights
 
 DIRECTIONS = ("remove", "add")
@@ -35,11 +36,11 @@ DIRECTIONS = ("remove", "add")
 
 def _check(q: float, sigma: float, k: int) -> None:
     if not (0.0 < q <= 1.0):
-        raise ValueError(f"q must be in (0, 1], got q={q!r}")
+        raise DomainError(f"q must be in (0, 1], got q={q!r}")
     if not sigma > 0:
-        raise ValueError(f"sigma must be > 0, got sigma={sigma!r}")
+        raise DomainError(f"sigma must be > 0, got sigma={sigma!r}")
     if int(k) != k or k < 1:
-        raise ValueError(f"examples per user must be an integer >= 1, got {k!r}")
+        raise DomainError(f"examples per user must be an integer >= 1, got {k!r}")
 
 
 def pair(q: float, sigma: float, direction: str, k: int = 1) -> MixturePair:
@@ -59,7 +60,7 @@ def pair(q: float, sigma: float, direction: str, k: int = 1) -> MixturePair:
         return MixturePair(sigma, lw, j, [0.0], [0.0], log_a_err=err)
     if direction == "add":
         return MixturePair(sigma, [0.0], [0.0], lw, -j, log_b_err=err)
-    raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    raise DomainError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
 
 
 def log_delta(q: float, sigma: float, epsilon: float, k: int = 1) -> float:

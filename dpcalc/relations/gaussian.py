@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from dpcalc.errors import NumericalError
+from dpcalc.errors import DomainError, NumericalError
 from dpcalc.methods import GAUSSIAN
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.numeric.optimize import minimize_on_grid
@@ -75,7 +75,7 @@ def log_delta(method: str, sigma: float, epsilon: float, sensitivity: float = 1.
         return rdp_log_delta(mu, epsilon)
     if method == "zcdp":
         return zcdp_log_delta(mu, epsilon)
-    raise ValueError(f"unknown Gaussian method {method!r}")
+    raise DomainError(f"unknown Gaussian method {method!r}")
 
 
 def _ndtr(x: float) -> float:
