@@ -60,7 +60,8 @@ class Param:
             guarantees and noise (ε, δ, σ), ``"smaller"`` for counts, rates and allowances.
             Equivalently, the relation's predicate is monotone in it: ``"larger"`` values pass
             more easily, ``"smaller"`` values less easily. A given input is therefore read
-            down (``"larger"``) or up (``"smaller"``) when it is not a double.
+            down (``"larger"``) or up (``"smaller"``) when it is not a double, and a solved
+            one is searched from this side (``dpcalc.solve.solve_unknown``).
         integer: the value must be a whole number.
         tiny_ok: values below the double range are kept exactly (δ-like parameters).
         symbol: short name for human output.

@@ -24,8 +24,6 @@ References: ZDW22 (Def 7, Thm 10), KJH20, SMG24, DRS19.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dpcalc.errors import DomainError
@@ -69,14 +67,6 @@ def log_delta(q: float, sigma: float, epsilon: float, k: int = 1) -> float:
     References: ZDW22 (Thm 10: each direction's pair), KJH20.
     """
     return max(pair(q, sigma, d, k).log_delta(epsilon) for d in DIRECTIONS)
-
-
-def loss_floor(q: float, k: int = 1) -> float:
-    """Hard lower edge of the remove-direction loss: log w_0 = K·log(1 − q) (−inf at q = 1).
-
-    References: ZDW22.
-    """
-    return k * math.log1p(-q) if q < 1 else -math.inf
 
 
 def engine_pair(q: float, sigma: float, k: int = 1):

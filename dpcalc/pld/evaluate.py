@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from dpcalc.pld._core import _U, _log_c_lambda, _log_sub, _logsumexp, _lse
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
+from dpcalc.pld._core import _log_c_lambda, _log_sub, _logsumexp, _lse
 from dpcalc.pld.pmf import _Dist
 from dpcalc.solve import bisect_to_adjacent
 

@@ -233,9 +233,3 @@ def classic_sigma(epsilon: float, log_delta: float, sensitivity: float = 1.0) ->
     A fast-path guess for the solver, which verifies it. References: DR14.
     """
     return sensitivity * math.sqrt(2.0 * (math.log(1.25) - log_delta)) / epsilon
-
-
-def pure_dp_impossible() -> str:
-    """The reason no Gaussian noise meets δ = 0 (its privacy loss is unbounded)."""
-    return ("the Gaussian mechanism is not (ε, 0)-DP for any σ: its privacy loss is unbounded, "
-            "so δ(ε) > 0 for every ε; give --delta > 0")

@@ -31,14 +31,15 @@ import types
 import numpy as np
 
 from dpcalc.errors import DomainError
-from dpcalc.mechanisms._normal import _ERFC_REL, _log_erfc
+from dpcalc.mechanisms._normal import _ERFC_REL, _log_erfc  # noqa: F401 (re-exported)
 from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U  # noqa: F401 (re-exported)
 from dpcalc.pld import _core, compose, discretise, evaluate, plan, pmf
 from dpcalc.pld import accountant as _acc
-from dpcalc.pld._core import _U, PLDUncertifiable
+from dpcalc.pld._core import PLDUncertifiable
 from dpcalc.pld.accountant import _check_log_delta, _check_tol
 from dpcalc.pld.compose import _eps_core
-from dpcalc.pld.pmf import _conv, _Dist, _Engine, _fft_roundoff_l2
+from dpcalc.pld.pmf import _conv, _Dist, _Engine, _fft_roundoff_l2  # noqa: F401 (re-exported)
 
 __all__ = [
     "PLDUncertifiable",
@@ -49,8 +50,7 @@ __all__ = [
     "log_delta_profile",
 ]
 
-# re-exported for the tests of the engine's building blocks
-_INTERNALS = (_ERFC_REL, _U, _conv, _Dist, _Engine, _fft_roundoff_l2, _log_erfc)
+# the engine's building blocks above (noqa: F401) are re-exported for their tests
 _ENGINE_MODULES = (_core, compose, discretise, evaluate, plan, pmf, _acc)
 
 
