@@ -29,8 +29,12 @@ class UsageError(DpcalcError):
     exit_status = ExitStatus.BAD_INPUT
 
 
-class DomainError(UsageError):
-    """A value outside its allowed range, NaN, inf or non-numeric (exit 2)."""
+class DomainError(UsageError, ValueError):
+    """A value outside its allowed range, NaN, inf or non-numeric (exit 2).
+
+    Also a ``ValueError``: the relations raise it for arguments outside their domain, and
+    ``except ValueError`` (the Python convention for a bad argument) still catches it.
+    """
 
 
 class InfeasibleError(DpcalcError):

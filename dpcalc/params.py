@@ -60,7 +60,8 @@ class Param:
             guarantees and noise (ε, δ, σ), ``"smaller"`` for counts, rates and allowances.
             Equivalently, the relation's predicate is monotone in it: ``"larger"`` values pass
             more easily, ``"smaller"`` values less easily. A given input is therefore read
-            down (``"larger"``) or up (``"smaller"``) when it is not a double.
+            down (``"larger"``) or up (``"smaller"``) when it is not a double, and a solved
+            one is searched from this side (``dpcalc.solve.solve_unknown``).
         integer: the value must be a whole number.
         tiny_ok: values below the double range are kept exactly (δ-like parameters).
         symbol: short name for human output.
@@ -175,3 +176,5 @@ SENSITIVITY = Param("sensitivity", 0.0, INF, True, True, "smaller", symbol="Δ")
 Q = Param("q", 0.0, 1.0, True, False, "smaller", symbol="q")
 MAX_EPSILON = Param("max_epsilon", 0.0, INF, False, True, "larger", symbol="ε gate")
 MAX_DELTA = Param("max_delta", 0.0, 1.0, False, False, "larger", tiny_ok=True, symbol="δ gate")
+# whole epochs, when a run's epochs are solved as an integer (more epochs: less private)
+WHOLE_EPOCHS = Param("epochs", 0, INF, True, True, "smaller", integer=True, symbol="epochs")

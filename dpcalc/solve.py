@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from dpcalc.errors import InfeasibleError
+
+if TYPE_CHECKING:
+    from dpcalc.params import Param
 
 Predicate = Callable[[float], "bool | None"]
 
@@ -61,6 +65,95 @@ def _bisect(holds: Predicate, fail: float, ok: float, rtol: float) -> float:
         else:
             fail = mid
     return ok
+
+
+def solve_unknown(param: Param, holds: Callable, *, guess: float | None = None,
+                  rtol: float = RTOL, guess_rtol: float = CLOSED_FORM_RTOL,
+                  low: float | None = None, high: float | None = None,
+                  low_open: bool | None = None, high_open: bool | None = None,
+                  name: str | None = None) -> float | int:
+    """The private-side value of the unknown ``param`` under the monotone predicate ``holds``.
+
+    The one leave-one-out engine: the declaration decides the search. ``param.safer ==
+    "larger"`` (noise, a target ε or δ: larger values pass more easily) gives the smallest
+    passing value; ``"smaller"`` (counts, rates, a mechanism's own ε or δ) the largest; an
+    ``integer`` parameter is searched exactly over the whole numbers of its domain. The domain
+    ends, their openness and the name in messages come from the declaration unless the caller
+    narrows them (``low``, ``high``, ``low_open``, ``high_open``, ``name``); an end the caller
+    gives is closed (included) unless its ``*_open`` is given too. ``guess``,
+    ``rtol`` and ``guess_rtol`` are passed on (the integer search takes ``guess`` only). The
+    smallest-value search probes ``high`` itself when nothing below passes (see
+    :func:`smallest_passing`), so ``high_open`` matters to the other two only.
+
+    Raises:
+        InfeasibleError: no value in the domain passes (or, upwards unbounded, every one does).
+        ValueError: a declaration with no search (an integer whose larger values are safer, or
+            an unknown ``safer``).
+    """
+    if low_open is None:
+        low_open = param.low_open if low is None else False
+    if high_open is None:
+        high_open = param.high_open if high is None else False
+    low = param.low if low is None else low
+    high = param.high if high is None else high
+    name = param.label if name is None else name
+    if param.safer not in ("larger", "smaller"):
+        raise ValueError(f"{param.name}: safer must be 'larger' or 'smaller', got "
+                         f"{param.safer!r}")
+    if param.integer:
+        if param.safer != "smaller":
+            raise ValueError(f"{param.name}: no search for the smallest passing integer")
+        first = math.floor(low) + 1 if low_open else math.ceil(low)
+        last = None if math.isinf(high) else (math.ceil(high) - 1 if high_open
+                                              else math.floor(high))
+        return largest_passing_int(holds, low=first, name=name, high=last, guess=guess)
+    if param.safer == "larger":
+        return smallest_passing(holds, low=low, high=high, low_open=low_open, name=name,
+                                guess=guess, rtol=rtol, guess_rtol=guess_rtol)
+    return largest_passing(holds, low=low, high=high, high_open=high_open, name=name,
+                           guess=guess, rtol=rtol, guess_rtol=guess_rtol, low_open=low_open)
+
+
+def bisect_to_adjacent(passes: Callable[[float], bool], fail: float, ok: float, *,
+                       max_steps: int = 200, rel_width: float = 0.0) -> float:
+    """Halve [fail, ok] (either order) at the arithmetic midpoint, keeping ``ok`` passing.
+
+    Stops when the midpoint is no longer strictly inside (the ends are adjacent doubles), when
+    the width is at most ``rel_width``·max(1, |upper end|), or after ``max_steps`` halvings;
+    returns the passing end, so the answer passes by construction (OpenDP's
+    ``binary_search``). ``passes`` is evaluated once per halving, at the midpoint only.
+    """
+    for _ in range(max_steps):
+        lo, hi = (fail, ok) if fail < ok else (ok, fail)
+        if hi - lo <= rel_width * max(1.0, abs(hi)):
+            break
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        if passes(mid):
+            ok = mid
+        else:
+            fail = mid
+    return ok
+
+
+def climb_to_adjacent(passes: Callable[[float], bool], x: float) -> float:
+    """From a passing ``x``, the largest double reachable upward while ``passes`` holds.
+
+    Gallops up by steps of 1, 2, 4, ... ulps (at most 64 doublings), then refines the last
+    step by halving down to adjacent doubles; every point returned has passed.
+    """
+    step = max(math.ulp(x), math.ldexp(1.0, -1074))
+    for _ in range(64):  # gallop
+        if not passes(x + step):
+            break
+        x += step
+        step *= 2.0
+    while step > math.ulp(x):  # refine down to adjacent floats
+        step *= 0.5
+        if x + step > x and passes(x + step):
+            x += step
+    return x
 
 
 def _widening(step: float):

@@ -163,10 +163,55 @@ def test_pld_engine_imports_no_mechanism(path):
 @pytest.mark.parametrize("path", [p for d in ("numeric",) for p in sorted((ROOT / d).glob(
     "*.py"))], ids=str)
 def test_numeric_imports_only_numeric(path):
-    """numeric/ is the bottom layer: it imports no other part of dpcalc."""
+    """numeric/ is the bottom layer: it imports no other part of dpcalc (but the error
+    classes, dpcalc.errors, which import nothing of dpcalc)."""
     bad = sorted(m for m in _all_imports(path)
-                 if _under(m, ("dpcalc",)) and not _under(m, ("dpcalc.numeric",)))
+                 if _under(m, ("dpcalc",)) and not _under(m, ("dpcalc.numeric", "dpcalc.errors")))
     assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_errors_and_solver_are_leaves():
+    """dpcalc.errors imports nothing of dpcalc and dpcalc.solve only the errors (the Param
+    type for annotations only), so the core may use both without depending on more."""
+    assert not {m for m in _all_imports(ROOT / "errors.py") if _under(m, ("dpcalc",))}
+    tree = ast.parse((ROOT / "solve.py").read_text())
+    runtime = {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module}
+    assert {m for m in runtime if _under(m, ("dpcalc",))} == {"dpcalc.errors"}
+
+
+SOLVER_PRIMITIVES = {"smallest_passing", "largest_passing", "largest_passing_int"}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "api").glob("*.py")) + sorted(
+    (ROOT / "accountants").glob("*.py")), ids=str)
+def test_api_solves_through_the_param_dispatcher(path):
+    """Every leave-one-out solve in the API goes through ``solve.solve_unknown``, which reads
+    the direction, domain and name from the ``Param``: no module picks a search by hand."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "dpcalc.solve":
+            assert not {a.name for a in node.names} & SOLVER_PRIMITIVES, path
+        if isinstance(node, ast.Attribute):
+            assert node.attr not in SOLVER_PRIMITIVES, path
+
+
+@pytest.mark.parametrize("path", [p for d in ("relations", "pld", "mechanisms", "numeric",
+                                              "accountants")
+                                  for p in sorted((ROOT / d).glob("*.py"))], ids=str)
+def test_core_raises_dpcalc_errors_not_bare_value_error(path):
+    """The maths raises dpcalc's own classes (DomainError is also a ValueError), so the CLI
+    maps every bad argument to exit 2 with its message, never to an internal error."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            assert not (isinstance(exc, ast.Name) and exc.id == "ValueError"), (
+                f"{path.relative_to(ROOT)}:{node.lineno} raises a bare ValueError")
+
+
+def test_domain_error_is_a_value_error_and_exit_2():
+    from dpcalc.errors import DomainError, ExitStatus, UsageError
+
+    assert issubclass(DomainError, ValueError) and issubclass(DomainError, UsageError)
+    assert DomainError("x").exit_status == ExitStatus.BAD_INPUT
 
 
 MAX_LINES = 600

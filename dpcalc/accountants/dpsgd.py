@@ -111,14 +111,14 @@ def _strong_epsilon(q, sigma, steps, log_delta, tolerance):
 
 def _strong_log_delta(q, sigma, steps, epsilon, tolerance):
     """The smallest δ whose optimised ε meets the target (the one solver)."""
+    from dpcalc.params import DELTA
     from dpcalc.relations import dpsgd as rel
-    from dpcalc.solve import smallest_passing
+    from dpcalc.solve import solve_unknown
 
     if rel.strong_epsilon(q, sigma, steps, math.log(0.5))[0] > epsilon:
         return 0.0, None
-    d = smallest_passing(
-        lambda x: rel.strong_epsilon(q, sigma, steps, math.log(x))[0] <= epsilon,
-        low=0.0, high=0.5, low_open=True, name="δ", rtol=1e-9)
+    d = solve_unknown(DELTA, lambda x: rel.strong_epsilon(q, sigma, steps, math.log(x))[0]
+                      <= epsilon, high=0.5, low_open=True, rtol=1e-9)
     return math.log(d), None
 
 

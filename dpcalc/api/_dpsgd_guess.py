@@ -11,7 +11,7 @@ import math
 
 from dpcalc.api.dpsgd import MAX_STEPS, Accountant, steps_for
 from dpcalc.errors import InfeasibleError
-from dpcalc.solve import largest_passing_int
+from dpcalc.solve import solve_unknown
 
 
 def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
@@ -25,10 +25,11 @@ def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
     """
     if acc.name != "pld" or epsilon <= 0:
         return None
+    from dpcalc.api.dpsgd import STEPS  # (a local name: the declaration stays dpsgd's)
+
     rdp = Accountant("rdp", acc.tolerance)
     try:
-        t0 = largest_passing_int(lambda n: rdp.holds(q, sigma, n, epsilon, log_delta), low=1,
-                                 name="steps", high=MAX_STEPS)
+        t0 = solve_unknown(STEPS, lambda n: rdp.holds(q, sigma, n, epsilon, log_delta))
     except InfeasibleError:
         return None
 

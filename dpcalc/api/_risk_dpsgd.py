@@ -59,7 +59,7 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
     from dpcalc.api.subsample import resolve_rate
     from dpcalc.params import Q
     from dpcalc.relations import risk as rrel
-    from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
+    from dpcalc.solve import solve_unknown
 
     tol = TOLERANCE.parse(tolerance)
     q = resolve_rate(q, batch_size, dataset_size, "--batch-size", "--dataset-size")
@@ -106,21 +106,19 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
     def solve(holds) -> float:
         if name == "sigma":
             st = steps_of(values, values["q"])
-            return smallest_passing(lambda s: holds(values["q"], s, st), low=0.0,
-                                    high=math.inf, low_open=True, name="σ", guess=guess,
-                                    guess_rtol=2e-3, rtol=1e-4)
+            return solve_unknown(NOISE, lambda s: holds(values["q"], s, st), guess=guess,
+                                 guess_rtol=2e-3, rtol=1e-4)
         if name in ("steps", "epochs"):
-            most = largest_passing_int(lambda n: holds(values["q"], values["sigma"], n), low=1,
-                                       name="steps", high=10**10, guess=max(1, int(guess)))
+            most = solve_unknown(STEPS, lambda n: holds(values["q"], values["sigma"], n),
+                                 guess=max(1, int(guess)))
             if name == "steps":
                 return most
             value = math.floor(Fraction(most) * Fraction(values["q"]))
             if value < 1:
                 raise InfeasibleError(f"not even one epoch fits: at most {most} steps")
             return value
-        return largest_passing(lambda r: holds(r, values["sigma"], steps_of(values, r)),
-                               low=0.0, high=1.0, high_open=False, name="q", rtol=1e-9,
-                               guess=guess if 0 < guess < 1 else None, guess_rtol=2e-3)
+        return solve_unknown(Q, lambda r: holds(r, values["sigma"], steps_of(values, r)),
+                             rtol=1e-9, guess=guess if 0 < guess < 1 else None, guess_rtol=2e-3)
 
     try:
         value = solve(holds)

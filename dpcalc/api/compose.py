@@ -15,7 +15,7 @@ from dpcalc.numeric.directed import Number, exp_up, log_of
 from dpcalc.params import INF, Param, exact_value
 from dpcalc.references import REFS
 from dpcalc.result import Comparison, Result
-from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
+from dpcalc.solve import solve_unknown
 
 METHODS = COMPOSE.names   # the registry (dpcalc.methods); pld, for plans (--from) only, too
 _REF = COMPOSE.references
@@ -268,8 +268,8 @@ def _solve(method: str, unknown: str, values: dict, log_slack: float | None,
         if guess is None and method == "advanced" and log_slack is None:
             raise InfeasibleError("advanced composition needs a total δ above kδ (its slack δ' "
                                   "must be > 0)")
-        value = smallest_passing(lambda e: holds(eps, delta, k, e, total_d), low=0.0,
-                                 high=math.inf, low_open=False, name="total ε", guess=guess)
+        value = solve_unknown(TOTAL_EPSILON, lambda e: holds(eps, delta, k, e, total_d),
+                              guess=guess)
         if not math.isfinite(value):
             raise InfeasibleError(f"{method} composition gives no finite total ε here")
         return value
@@ -285,22 +285,19 @@ def _solve(method: str, unknown: str, values: dict, log_slack: float | None,
             return exp_up(log_delta_tot)
         if method == "basic":
             raise InfeasibleError(f"basic composition needs total ε >= kε = {k * eps:g}")
-        return smallest_passing(lambda d: holds(eps, delta, k, total_eps, d),
-                                low=0.0, high=1.0, low_open=True, name="total δ")
+        # δ = 0 is not probed first: the search approaches it from above
+        return solve_unknown(TOTAL_DELTA, lambda d: holds(eps, delta, k, total_eps, d),
+                             low_open=True)
     if unknown == "k":
-        return largest_passing_int(lambda n: holds(eps, delta, n, total_eps, total_d),
-                                   low=1, name="k", high=MAX_K,
-                                   guess=comp.k_guess(eps, log_d, total_eps, total_d))
+        return solve_unknown(K, lambda n: holds(eps, delta, n, total_eps, total_d),
+                             guess=comp.k_guess(eps, log_d, total_eps, total_d))
     if unknown == "epsilon":
-        return largest_passing(lambda e: holds(e, delta, k, total_eps, total_d),
-                               low=0.0, high=math.inf, high_open=True, low_open=False,
-                               name="ε",
-                               guess=total_eps / k if total_eps > 0 else None) \
+        return solve_unknown(EPSILON, lambda e: holds(e, delta, k, total_eps, total_d),
+                             guess=total_eps / k if total_eps > 0 else None) \
             if holds(0.0, delta, k, total_eps, total_d) else _infeasible("ε", 0.0)
     if not holds(eps, 0.0, k, total_eps, total_d):
         return _infeasible("δ", 0)
-    return largest_passing(lambda d: holds(eps, d, k, total_eps, total_d),
-                           low=0.0, high=1.0, high_open=True, low_open=False, name="δ")
+    return solve_unknown(DELTA, lambda d: holds(eps, d, k, total_eps, total_d))
 
 
 def _kfold(eps: float, k: int) -> float:
@@ -432,13 +429,8 @@ def _for_tpr(target: float, alpha: float, kwargs: dict) -> Result:
         v = {**values, name: x}
         return _optimal_tpr(v["epsilon"], v["delta"], v["k"], alpha)[0]
 
-    if name == "k":
-        value = largest_passing_int(lambda n: tpr_at(n) <= target, low=1, name="k",
-                                    high=MAX_K)
-    else:
-        high, high_open = (math.inf, True) if name == "epsilon" else (1.0, True)
-        value = largest_passing(lambda x: tpr_at(x) <= target, low=0.0, high=high,
-                                high_open=high_open, low_open=False, name=name)
+    value = solve_unknown(unknown, lambda x: tpr_at(x) <= target,
+                          name=None if name == "k" else name)
     values[name] = value
     bound, e_best, d_best = _optimal_tpr(values["epsilon"], values["delta"], values["k"], alpha)
     parameters = {"epsilon": values["epsilon"], "delta": values["delta"], "k": values["k"],

@@ -19,7 +19,7 @@ from dpcalc.numeric.logspace import log_sub, log_sum
 from dpcalc.params import INF, SENSITIVITY, SIGMA, Param, exact_value
 from dpcalc.references import REFS
 from dpcalc.result import Comparison, Result
-from dpcalc.solve import smallest_passing
+from dpcalc.solve import solve_unknown
 
 TOTAL_EPSILON = Param("total_epsilon", 0.0, INF, False, True, "larger", symbol="total ε")
 MECH_EPSILON = Param("epsilon", 0.0, INF, False, True, "smaller", symbol="ε")
@@ -208,8 +208,7 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
                 slack = log_sub(math.log(d), log_sum_d) - 1e-12
                 return rel.advanced_hetero(eps, log_ds, slack)[0] <= te
 
-            return smallest_passing(holds_d, low=0.0, high=1.0, low_open=True,
-                                    name="total δ"), None
+            return solve_unknown(TOTAL_DELTA, holds_d, low_open=True), None
         # optimal: exact for Gaussians, otherwise the numerical dominating-pair bound
         if all_gaussian:
             from dpcalc.relations import gaussian as grel
@@ -219,9 +218,8 @@ def compose_records(records: list[dict], *, total_epsilon: object, total_delta: 
             if te is None and td is None:
                 raise UsageError("give --total-delta or --total-epsilon")
             if te is None:
-                return smallest_passing(
-                    lambda e: grel.analytic_log_delta(sigma_eff, e) <= log_td, low=0.0,
-                    high=math.inf, low_open=False, name="total ε"), None
+                return solve_unknown(
+                    TOTAL_EPSILON, lambda e: grel.analytic_log_delta(sigma_eff, e) <= log_td), None
             return exp_up(grel.analytic_log_delta(sigma_eff, te)), None
         if te is None and td is None:
             raise UsageError("give --total-delta or --total-epsilon")

@@ -9,10 +9,10 @@ from dpcalc.api._common import check_choice, comparison_failures, failure_note, 
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
 from dpcalc.methods import DPSGD, FALLBACK
 from dpcalc.numeric.directed import exp_up, log_of
-from dpcalc.params import EPSILON, INF, Param, Q
+from dpcalc.params import EPSILON, INF, WHOLE_EPOCHS, Param, Q
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
-from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
+from dpcalc.solve import solve_unknown
 
 ACCOUNTANTS = DPSGD.names  # the registry (dpcalc.methods): names, references, help
 _REF = DPSGD.references
@@ -420,28 +420,26 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
                                          8e-6 if acc.name == "pld" else 2e-10)
         # low_open: the floor is not probed first (a bisection towards it returns a point
         # that passes, just above it, when it passes too)
-        return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d),
-                                low=SIGMA_SOLVE_MIN, high=SIGMA_EVAL_MAX, low_open=True,
-                                name="σ", rtol=rtol,
-                                guess=guess, guess_rtol=guess_rtol), None
+        return solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
+                             low=SIGMA_SOLVE_MIN, low_open=True, high=SIGMA_EVAL_MAX, rtol=rtol,
+                             guess=guess, guess_rtol=guess_rtol), None
     if unknown in ("steps", "epochs"):
         guess = steps_guess(acc, q, sigma, eps, log_d)
     if unknown == "steps":
-        return largest_passing_int(lambda n: acc.holds(q, sigma, n, eps, log_d), low=1,
-                                   name="steps", high=MAX_STEPS, guess=guess), None
+        return solve_unknown(STEPS, lambda n: acc.holds(q, sigma, n, eps, log_d),
+                             guess=guess), None
     if unknown == "epochs" and guess is not None and guess * q >= 2:
         # the largest whole epochs e with ⌈e/q⌉ steps passing: monotone in e, so the same
         # answer as ⌊most·q⌋ below, with a few evaluations around the guess
         top = math.floor(Fraction(MAX_STEPS) * Fraction(q))
         try:
-            return largest_passing_int(
-                lambda e: acc.holds(q, sigma, steps_for(e, q), eps, log_d), low=1,
-                name="epochs", high=top, guess=min(max(1, math.floor(guess * q)), top)), None
+            return solve_unknown(
+                WHOLE_EPOCHS, lambda e: acc.holds(q, sigma, steps_for(e, q), eps, log_d),
+                high=top, guess=min(max(1, math.floor(guess * q)), top)), None
         except InfeasibleError:
             pass  # not even one epoch: the steps search below says how many steps fit
     if unknown == "epochs":
-        most = largest_passing_int(lambda n: acc.holds(q, sigma, n, eps, log_d), low=1,
-                                   name="steps", high=MAX_STEPS)
+        most = solve_unknown(STEPS, lambda n: acc.holds(q, sigma, n, eps, log_d))
         epochs = math.floor(Fraction(most) * Fraction(q))
         if epochs < 1:
             raise InfeasibleError(f"not even one epoch fits: at most {most} steps "
@@ -459,9 +457,9 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
         rtol = 1e-7 if acc.name == "pld" else 1e-9
         guess, guess_rtol = q_guess(acc, values, eps, log_d, low, rtol / 4)
     try:
-        return largest_passing(lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
-                               low=low, high=1.0, high_open=False, name="q", rtol=rtol,
-                               guess=guess, guess_rtol=guess_rtol), None
+        return solve_unknown(Q, lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
+                             low=low, low_open=True, rtol=rtol, guess=guess,
+                             guess_rtol=guess_rtol), None
     except InfeasibleError:
         if low == 0.0:
             raise

@@ -19,7 +19,7 @@ from dpcalc.numeric.directed import exp_down, exp_up, log_of
 from dpcalc.params import DELTA, EPSILON, INF, Param, Q
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
-from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
+from dpcalc.solve import solve_unknown
 
 SAMPLINGS = ("poisson", "fixed-batch", "shuffle")
 RELATIONS = ("add-remove", "replace-one")
@@ -283,11 +283,10 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         return min(exp_up(lv), 1.0), (exp_down(lb[0]), min(exp_up(lb[1]), 1.0))
     if unknown == "sigma":
         steps = steps_of(values, q)
-        return smallest_passing(lambda s: acc.holds(q, s, steps, eps, log_d), low=0.0,
-                                high=math.inf, low_open=True, name="σ", rtol=2e-5), None
+        return solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
+                             rtol=2e-5), None
     if unknown in ("steps", "epochs"):
-        most = largest_passing_int(lambda n: acc.holds(q, sigma, n, eps, log_d), low=1,
-                                   name="steps", high=10**10)
+        most = solve_unknown(STEPS, lambda n: acc.holds(q, sigma, n, eps, log_d))
         if unknown == "steps":
             return most, None
         epochs = math.floor(Fraction(most) * Fraction(q))
@@ -301,9 +300,9 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
             rate = math.nextafter(rate, math.inf) if Fraction(rate) < Fraction(b, size) else rate
             return acc.holds(rate, sigma, steps_of(values, rate), eps, log_d)
 
-        return largest_passing_int(ok_b, low=1, name="batch size", high=size), None
-    return largest_passing(lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
-                           low=0.0, high=1.0, high_open=False, name="q", rtol=1e-6), None
+        return solve_unknown(BATCH, ok_b, name="batch size", high=size), None
+    return solve_unknown(Q, lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
+                         rtol=1e-6), None
 
 
 def _epoch_points(epochs) -> list[int]:

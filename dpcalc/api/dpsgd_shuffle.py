@@ -12,15 +12,16 @@ import math
 
 from dpcalc.errors import InfeasibleError
 from dpcalc.numeric.directed import exp_down, exp_up, log_of
+from dpcalc.params import WHOLE_EPOCHS
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
-from dpcalc.solve import largest_passing_int, smallest_passing
+from dpcalc.solve import solve_unknown
 
 
 def solve_shuffle(scheme, values: dict, unknown: str, count: str, bsize, size,
                   solve_batch: bool, compare: bool) -> Result:
     """Solve ``unknown`` for shuffled epochs (see the module docstring)."""
-    from dpcalc.api.dpsgd_runs import SYMBOLS, _batches
+    from dpcalc.api.dpsgd_runs import NOISE, SYMBOLS, _batches
     from dpcalc.mechanisms import shuffle
 
     rel, k = scheme.relation, scheme.k
@@ -79,11 +80,9 @@ def solve_shuffle(scheme, values: dict, unknown: str, count: str, bsize, size,
             bounds = Bounds(min(exp_down(math.log(low)) if low > 0 else 0.0, value), value)
         elif unknown == "sigma":
             e = epochs_of(values, batches)
-            value = smallest_passing(lambda s: holds(s, e), low=0.0, high=math.inf,
-                                     low_open=True, name="σ", rtol=1e-9)
+            value = solve_unknown(NOISE, lambda s: holds(s, e), rtol=1e-9)
         else:  # epochs or steps: whole epochs
-            e = largest_passing_int(lambda n: holds(values["sigma"], n), low=1, name="epochs",
-                                    high=10**9)
+            e = solve_unknown(WHOLE_EPOCHS, lambda n: holds(values["sigma"], n), high=10**9)
             value = e if unknown == "epochs" else e * batches
         values[unknown] = value
     # the run as asked: a given count is reported as given (a partial last epoch counts as a

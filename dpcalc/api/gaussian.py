@@ -12,7 +12,7 @@ from dpcalc.params import DELTA, EPSILON, SENSITIVITY, SIGMA
 from dpcalc.references import REFS
 from dpcalc.relations import gaussian as rel
 from dpcalc.result import Comparison, Result
-from dpcalc.solve import smallest_passing
+from dpcalc.solve import solve_unknown
 
 _CLASSIC_LIMIT = 1.0
 #: μ = Δ/σ above which the ε of a δ < 1 exceeds the double range (ε ≈ μ²/2 > 5e307)
@@ -101,8 +101,8 @@ def _sigma_for_tpr(sigma: object, sensitivity: object, target: float, alpha: flo
         return rrel.gaussian_tpr(_risk.mu_up(sens, s), alpha)[1] <= target
 
     guess = sens / rrel.gaussian_mu_for_tpr(target, alpha)
-    value = smallest_passing(holds, low=0.0, high=math.inf, low_open=True, name="σ",
-                             guess=guess if math.isfinite(guess) and guess > 0 else None)
+    value = solve_unknown(SIGMA, holds,
+                          guess=guess if math.isfinite(guess) and guess > 0 else None)
     parameters = {"sigma": value, "sensitivity": sens, "tpr": target, "fpr": alpha}
     result = Result(
         command="gaussian", solved_for="sigma", value=value, parameters=parameters,
@@ -125,9 +125,8 @@ def _solve(method: str, unknown: str, values: dict) -> Number:
     if unknown == "epsilon":
         sigma = values["sigma"]
         try:
-            return smallest_passing(
-                lambda e: rel.log_delta(method, sigma, e, sens) <= log_target,
-                low=0.0, high=math.inf, low_open=False, name="ε")
+            return solve_unknown(EPSILON,
+                                 lambda e: rel.log_delta(method, sigma, e, sens) <= log_target)
         except InfeasibleError:
             # ε grows like μ²/2 (μ = Δ/σ): past μ = 1e154 it leaves the double range
             if sens / sigma > _MU_MAX:
@@ -140,9 +139,8 @@ def _solve(method: str, unknown: str, values: dict) -> Number:
     if epsilon > 0 and method == "classic":
         guess = rel.classic_sigma(epsilon, log_target, sens)
     try:
-        return smallest_passing(
-            lambda s: rel.log_delta(method, s, epsilon, sens) <= log_target,
-            low=0.0, high=math.inf, low_open=True, name="σ", guess=guess)
+        return solve_unknown(SIGMA, lambda s: rel.log_delta(method, s, epsilon, sens) <= log_target,
+                             guess=guess)
     except InfeasibleError:
         raise InfeasibleError(f"no σ meets ε = {epsilon:g} with the {method} bound"
                               + (" (it needs ε > 0)" if epsilon == 0 else "")) from None

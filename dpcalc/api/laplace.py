@@ -12,7 +12,7 @@ from dpcalc.params import DELTA, EPSILON, SCALE, SENSITIVITY
 from dpcalc.references import REFS
 from dpcalc.relations import laplace as rel
 from dpcalc.result import Result
-from dpcalc.solve import smallest_passing
+from dpcalc.solve import solve_unknown
 
 
 def laplace(*, scale: object = None, epsilon: object = None, delta: object = None,
@@ -47,18 +47,16 @@ def laplace(*, scale: object = None, epsilon: object = None, delta: object = Non
         log_target = log_of(values["delta"])
         if unknown.name == "epsilon":
             b = values["scale"]
-            value = smallest_passing(lambda e: rel.log_delta(b, e, sens) <= log_target,
-                                     low=0.0, high=math.inf, low_open=False, name="ε",
-                                     guess=rel.epsilon_guess(b, log_target, sens) or None)
+            value = solve_unknown(EPSILON, lambda e: rel.log_delta(b, e, sens) <= log_target,
+                                  guess=rel.epsilon_guess(b, log_target, sens) or None)
         else:
             eps = values["epsilon"]
             if eps == 0 and log_target == -math.inf:
                 raise InfeasibleError("no Laplace scale gives ε = 0 with δ = 0 (that would be "
                                       "no information at all); give --epsilon > 0 or --delta > 0")
             guess = rel.scale_guess(eps, log_target, sens)
-            value = smallest_passing(lambda b: rel.log_delta(b, eps, sens) <= log_target,
-                                     low=0.0, high=math.inf, low_open=True, name="scale b",
-                                     guess=guess if math.isfinite(guess) else None)
+            value = solve_unknown(SCALE, lambda b: rel.log_delta(b, eps, sens) <= log_target,
+                                  name="scale b", guess=guess if math.isfinite(guess) else None)
     parameters = {k: values.get(k, value) for k in ("scale", "epsilon", "delta", "sensitivity")}
     parameters[unknown.name] = value
     kind = "pure ε-DP" if parameters["delta"] == 0 else "exact (ε, δ) profile"
@@ -95,7 +93,7 @@ def _scale_for_tpr(scale: object, sensitivity: object, target: float, alpha: flo
     def holds(b: float) -> bool:
         return rrel.laplace_tpr(_risk.mu_up(sens, b), alpha)[1] <= target
 
-    value = smallest_passing(holds, low=0.0, high=math.inf, low_open=True, name="scale b")
+    value = solve_unknown(SCALE, holds, name="scale b")
     parameters = {"scale": value, "sensitivity": sens, "tpr": target, "fpr": alpha}
     result = Result(
         command="laplace", solved_for="scale", value=value, parameters=parameters,

@@ -21,14 +21,14 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from dpcalc.api.compose_list import MECH_DELTA, MECH_EPSILON  # noqa: E402, I001
+from dpcalc.api.compose_list import MECH_DELTA, MECH_EPSILON, TOTAL_EPSILON  # noqa: E402, I001
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
 from dpcalc.mechanisms import records
 from dpcalc.numeric.directed import UNIT_ROUNDOFF, exp_up, log_of
 from dpcalc.params import INF, SCALE, SENSITIVITY, SIGMA, Param
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
-from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
+from dpcalc.solve import solve_unknown
 
 Q = Param("q", 0.0, 1.0, True, False, "smaller", symbol="q")
 STEPS = Param("steps", 0, INF, True, True, "smaller", integer=True, symbol="steps")
@@ -232,9 +232,8 @@ class _Plan:
             from dpcalc.relations import gaussian as grel
 
             s = _gaussian_sigma_eff(items)
-            return smallest_passing(lambda e: grel.analytic_log_delta(s, e) <= log_td,
-                                    low=0.0, high=math.inf, low_open=False,
-                                    name="total ε"), None
+            return solve_unknown(TOTAL_EPSILON,
+                                 lambda e: grel.analytic_log_delta(s, e) <= log_td), None
         from dpcalc.pld import accountant
 
         lo, up = _certified(lambda: accountant.epsilon_bounds(items, log_td, self.tol))
@@ -424,20 +423,19 @@ def _solve_value(check, recs: list[_Rec], i: int, name: str, path: str, guess=No
 
     if name in ("sigma", "scale"):
         # the PLD bound is 1e-3 tight: 2e-5 on the noise is plenty (holds decides the side)
-        return smallest_passing(holds, low=0.0, high=math.inf, low_open=True, name=path,
-                                rtol=rtol, guess=guess, guess_rtol=1e-2), "upper"
+        return solve_unknown(_PARAMS[name], holds, name=path, rtol=rtol, guess=guess,
+                             guess_rtol=1e-2), "upper"
     if name == "q":
-        return largest_passing(holds, low=0.0, high=1.0, high_open=False, name=path,
-                               rtol=rtol, guess=guess if guess is not None and 0 < guess < 1
-                               else None, guess_rtol=1e-2), "lower"
+        return solve_unknown(Q, holds, name=path, rtol=rtol, guess=guess if guess is not None
+                             and 0 < guess < 1 else None, guess_rtol=1e-2), "lower"
     if name == "epochs":
         # the largest steps that fit, then the largest epochs with ⌈epochs/q⌉ ≤ those steps
         q = recs[i].values["q"]
         del recs[i].values["epochs"]
         try:
-            n = largest_passing_int(lambda s: check((i, "steps", s)), low=1, name=path,
-                                    high=MAX_STEPS,
-                                    guess=None if guess is None else max(1, int(guess / q)))
+            n = solve_unknown(STEPS, lambda s: check((i, "steps", s)), name=path,
+                              high=MAX_STEPS,
+                              guess=None if guess is None else max(1, int(guess / q)))
         finally:
             recs[i].values["epochs"] = None
         value = float(Fraction(n) * Fraction(q))
@@ -445,8 +443,8 @@ def _solve_value(check, recs: list[_Rec], i: int, name: str, path: str, guess=No
             value = math.nextafter(value, 0.0)
         return value, "lower"
     # steps, count
-    return largest_passing_int(holds, low=1, name=path, high=MAX_STEPS,
-                               guess=None if guess is None else max(1, int(guess))), "lower"
+    return solve_unknown(_PARAMS[name], holds, name=path, high=MAX_STEPS,
+                         guess=None if guess is None else max(1, int(guess))), "lower"
 
 
 def _solve_null(plan: _Plan, recs: list[_Rec], null, te, td, notes, fprs=(),

@@ -11,7 +11,7 @@ from dpcalc.numeric.directed import Number, exp_up, log_of
 from dpcalc.params import DELTA, EPSILON, INF, SIGMA, Param, Q
 from dpcalc.references import REFS
 from dpcalc.result import Comparison, Result
-from dpcalc.solve import largest_passing, largest_passing_int, smallest_passing
+from dpcalc.solve import solve_unknown
 
 CONVERSIONS = ("improved", "classic")
 MECHANISMS = ("gaussian", "laplace")
@@ -133,14 +133,11 @@ def _solve(curve: RdpCurve, unknown: str, values: dict, conversion: str) -> Numb
         return curve.epsilon(sigma, q, steps, log_d, conversion)[0] <= target
 
     if unknown == "sigma":
-        return smallest_passing(lambda s: holds(s, values["q"], values["steps"]), low=0.0,
-                                high=math.inf, low_open=True, name="σ")
+        return solve_unknown(SIGMA, lambda s: holds(s, values["q"], values["steps"]))
     if unknown == "steps":
-        return largest_passing_int(lambda n: holds(values["sigma"], values["q"], n), low=1,
-                                   name="steps")
+        return solve_unknown(STEPS, lambda n: holds(values["sigma"], values["q"], n))
     if unknown == "q":
-        return largest_passing(lambda r: holds(values["sigma"], r, values["steps"]), low=0.0,
-                               high=1.0, high_open=False, name="q")
+        return solve_unknown(Q, lambda r: holds(values["sigma"], r, values["steps"]))
     raise UsageError(f"cannot solve for {unknown}")
 
 

@@ -11,7 +11,7 @@ from dpcalc.numeric.directed import Number, exp_up, log_of
 from dpcalc.params import INF, Param, Q
 from dpcalc.references import REFS
 from dpcalc.result import Result
-from dpcalc.solve import largest_passing
+from dpcalc.solve import solve_unknown
 
 SAMPLINGS = ("poisson", "without-replacement")
 RELATIONS = ("add-remove", "replace-one")
@@ -125,24 +125,22 @@ def _subsample(*, epsilon: object = None, delta: object = None, q: object = None
         elif name == "q":
             eps, log_d = values["epsilon"], log_of(values["delta"])
             guess = rel.max_q(eps, log_d, target_eps, target_log_d, sampling, relation)
-            value = largest_passing(lambda r: holds(eps, log_d, r), low=0.0, high=1.0,
-                                    high_open=False, name="q", guess=guess or None)
+            value = solve_unknown(Q, lambda r: holds(eps, log_d, r), guess=guess or None)
         elif name == "epsilon":
             rate, log_d = values["q"], log_of(values["delta"])
             if not holds(0.0, log_d, rate):
                 raise InfeasibleError("even ε = 0 misses the target (the amplified δ is too "
                                       "large)")
             guess = rel.max_base_epsilon(rate, target_eps, sampling, relation)
-            value = largest_passing(lambda e: holds(e, log_d, rate), low=0.0, high=math.inf,
-                                    high_open=True, low_open=False, name="base ε",
-                                    guess=guess if guess and math.isfinite(guess) else None)
+            value = solve_unknown(BASE_EPSILON, lambda e: holds(e, log_d, rate), name="base ε",
+                                  guess=guess if guess and math.isfinite(guess) else None)
         else:  # base delta
             rate, eps = values["q"], values["epsilon"]
             if not holds(eps, -math.inf, rate):
                 raise InfeasibleError("even δ = 0 misses the target (the amplified ε is too "
                                       "large)")
-            value = largest_passing(lambda d: holds(eps, log_of(d), rate), low=0.0, high=1.0,
-                                    high_open=True, low_open=False, name="base δ")
+            value = solve_unknown(BASE_DELTA, lambda d: holds(eps, log_of(d), rate),
+                                  name="base δ")
     values[name] = value
     parameters = {k: values[k] for k in ("epsilon", "delta", "q", "amplified_epsilon",
                                          "amplified_delta")}
@@ -212,11 +210,9 @@ def _for_tpr(target: float, alpha: float, kwargs: dict) -> Result:
         return rel.point_tpr(r.parameters["amplified_epsilon"], r.parameters["amplified_delta"],
                              alpha)[1] <= target
 
-    high, high_open = {"epsilon": (math.inf, True), "delta": (1.0, True),
-                       "q": (1.0, False)}[name]
-    low_open = name == "q"
-    value = largest_passing(holds, low=0.0, high=high, high_open=high_open,
-                            low_open=low_open, name=name)
+    # the domains of the base ε, base δ and q: [0, inf), [0, 1) and (0, 1]
+    value = solve_unknown({"epsilon": BASE_EPSILON, "delta": BASE_DELTA, "q": Q}[name], holds,
+                          name=name)
     result = point(value)
     parameters = {**result.parameters, name: value, "tpr": target, "fpr": alpha}
     result = replace(result, solved_for=name, value=value, direction="lower",

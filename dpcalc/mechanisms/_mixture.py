@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from dpcalc.errors import DomainError
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U  # noqa: E402
 from dpcalc.numeric.special import LOG_NDTR_ERR, log_ndtr
 
@@ -49,7 +50,7 @@ class MixturePair:
         self.err_a = _weight_err(self.log_a, log_a_err)
         self.err_b = _weight_err(self.log_b, log_b_err)
         if not self.sigma > 0:
-            raise ValueError(f"sigma must be > 0, got {sigma!r}")
+            raise DomainError(f"sigma must be > 0, got {sigma!r}")
 
     # ---- densities and loss ------------------------------------------------------------
 
@@ -308,7 +309,7 @@ class EnginePair:
 
     def _side(self, direction: str):
         if direction not in ("remove", "add"):
-            raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+            raise DomainError(f"direction must be 'remove' or 'add', got {direction!r}")
         return self._sides["remove"] if self.symmetric else self._sides[direction]
 
     def key(self):

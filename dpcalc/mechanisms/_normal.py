@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from dpcalc.pld._core import _LOG_HALF, _SQRT2, _U
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
+from dpcalc.pld._core import _LOG_HALF, _SQRT2
 
 _ERFC_REL = 1e-15               # assumed relative error bound of libm erfc (≈ 9 ulp; glibc
                                 # documents a few ulp, recent versions are correctly rounded;

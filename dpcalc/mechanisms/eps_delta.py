@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from dpcalc.pld._core import _U
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.pld.pair import Tails
 
 __all__ = ["EpsDelta"]

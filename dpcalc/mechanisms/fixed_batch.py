@@ -50,6 +50,7 @@ import math
 
 import numpy as np
 
+from dpcalc.errors import DomainError
 from dpcalc.mechanisms._mixture import MixturePair
 from dpcalc.numeric.directed import UNIT_ROUNDOFF
 
@@ -61,9 +62,9 @@ REFUSE_K = ("fixed-batch sampling with --examples-per-user > 1 has no establishe
 
 def _check(p: float, sigma: float) -> None:
     if not (0.0 < p <= 1.0):
-        raise ValueError(f"batch fraction B/N must be in (0, 1], got {p!r}")
+        raise DomainError(f"batch fraction B/N must be in (0, 1], got {p!r}")
     if not sigma > 0:
-        raise ValueError(f"sigma must be > 0, got sigma={sigma!r}")
+        raise DomainError(f"sigma must be > 0, got sigma={sigma!r}")
 
 
 class SymmetrisedPair:
@@ -186,12 +187,12 @@ def pair(batch_size: int, dataset_size: int, sigma: float, k: int = 1) -> Symmet
     References: DRS19 (Thm 4.2), LRKS24.
 
     Raises:
-        ValueError: for K ≥ 2 (``REFUSE_K``) or B > N.
+        DomainError (a ValueError): for K ≥ 2 (``REFUSE_K``) or B > N.
     """
     if int(k) != 1:
-        raise ValueError(REFUSE_K)
+        raise DomainError(REFUSE_K)
     if not (1 <= batch_size <= dataset_size):
-        raise ValueError(f"batch size must be in [1, dataset size], got {batch_size!r}")
+        raise DomainError(f"batch size must be in [1, dataset size], got {batch_size!r}")
     return SymmetrisedPair(batch_size / dataset_size, sigma)
 
 

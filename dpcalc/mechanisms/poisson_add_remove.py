@@ -24,10 +24,9 @@ References: ZDW22 (Def 7, Thm 10), KJH20, SMG24, DRS19.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from dpcalc.errors import DomainError
 from dpcalc.mechanisms._mixture import MixturePair, log_binomial_weights
 
 DIRECTIONS = ("remove", "add")
@@ -35,11 +34,11 @@ DIRECTIONS = ("remove", "add")
 
 def _check(q: float, sigma: float, k: int) -> None:
     if not (0.0 < q <= 1.0):
-        raise ValueError(f"q must be in (0, 1], got q={q!r}")
+        raise DomainError(f"q must be in (0, 1], got q={q!r}")
     if not sigma > 0:
-        raise ValueError(f"sigma must be > 0, got sigma={sigma!r}")
+        raise DomainError(f"sigma must be > 0, got sigma={sigma!r}")
     if int(k) != k or k < 1:
-        raise ValueError(f"examples per user must be an integer >= 1, got {k!r}")
+        raise DomainError(f"examples per user must be an integer >= 1, got {k!r}")
 
 
 def pair(q: float, sigma: float, direction: str, k: int = 1) -> MixturePair:
@@ -59,7 +58,7 @@ def pair(q: float, sigma: float, direction: str, k: int = 1) -> MixturePair:
         return MixturePair(sigma, lw, j, [0.0], [0.0], log_a_err=err)
     if direction == "add":
         return MixturePair(sigma, [0.0], [0.0], lw, -j, log_b_err=err)
-    raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    raise DomainError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
 
 
 def log_delta(q: float, sigma: float, epsilon: float, k: int = 1) -> float:
@@ -68,14 +67,6 @@ def log_delta(q: float, sigma: float, epsilon: float, k: int = 1) -> float:
     References: ZDW22 (Thm 10: each direction's pair), KJH20.
     """
     return max(pair(q, sigma, d, k).log_delta(epsilon) for d in DIRECTIONS)
-
-
-def loss_floor(q: float, k: int = 1) -> float:
-    """Hard lower edge of the remove-direction loss: log w_0 = K·log(1 − q) (−inf at q = 1).
-
-    References: ZDW22.
-    """
-    return k * math.log1p(-q) if q < 1 else -math.inf
 
 
 def engine_pair(q: float, sigma: float, k: int = 1):

@@ -53,6 +53,7 @@ import math
 
 import numpy as np
 
+from dpcalc.errors import DomainError
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U  # noqa: E402
 from dpcalc.numeric.special import LOG_NDTR_ERR, log_ndtr
 
@@ -65,7 +66,7 @@ def sensitivity(relation: str) -> float:
     References: DRS19 (sensitivity of the Gaussian mechanism).
     """
     if relation not in RELATIONS:
-        raise ValueError(f"relation must be one of {', '.join(RELATIONS)}, got {relation!r}")
+        raise DomainError(f"relation must be one of {', '.join(RELATIONS)}, got {relation!r}")
     return 1.0 if relation == "add-remove" else 2.0
 
 
@@ -77,9 +78,9 @@ def upper_sensitivity(epochs: int, relation: str, k: int = 1) -> float:
     References: DRS19.
     """
     if int(epochs) != epochs or epochs < 1:
-        raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
+        raise DomainError(f"epochs must be an integer >= 1, got {epochs!r}")
     if int(k) != k or k < 1:
-        raise ValueError(f"examples per user must be an integer >= 1, got {k!r}")
+        raise DomainError(f"examples per user must be an integer >= 1, got {k!r}")
     value = k * sensitivity(relation) * math.sqrt(epochs)
     return math.nextafter(value, math.inf)
 
@@ -180,11 +181,11 @@ class AttackLowerBound:
     def __init__(self, sigma: float, batches: int, epochs: int, relation: str = "add-remove",
                  bins: int = 3000, bucket: float = 0.01, max_len: int = 8000):
         if not sigma > 0:
-            raise ValueError(f"sigma must be > 0, got {sigma!r}")
+            raise DomainError(f"sigma must be > 0, got {sigma!r}")
         if int(batches) != batches or batches < 1:
-            raise ValueError(f"batches per epoch must be an integer >= 1, got {batches!r}")
+            raise DomainError(f"batches per epoch must be an integer >= 1, got {batches!r}")
         if int(epochs) != epochs or epochs < 1:
-            raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
+            raise DomainError(f"epochs must be an integer >= 1, got {epochs!r}")
         sensitivity(relation)
         self.sigma, self.batches, self.epochs = float(sigma), int(batches), int(epochs)
         s_p, s_q = _shifts(relation)

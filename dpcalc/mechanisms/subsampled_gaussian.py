@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from dpcalc.mechanisms._normal import _gauss_tails, _z_for_log_tail
-from dpcalc.pld._core import _U
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.pld.pair import Tails
 
 __all__ = ["SubsampledGaussian"]

@@ -21,7 +21,8 @@ import math
 import numpy as np
 
 from dpcalc.mechanisms.subsampled_gaussian import _x_of_loss
-from dpcalc.pld._core import _LOG_HALF, _U
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
+from dpcalc.pld._core import _LOG_HALF
 from dpcalc.pld.pair import Tails
 
 __all__ = ["SubsampledLaplace"]

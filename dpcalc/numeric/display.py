@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 
+from dpcalc.errors import DomainError
 from dpcalc.numeric.directed import Number
 
 
@@ -26,7 +27,7 @@ def json_token(x: Number | int) -> str:
         mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
         return ("-" if sign else "") + f"{mantissa}e{adjusted}"
     if not math.isfinite(x):
-        raise ValueError(f"non-finite number {x!r} cannot be written as JSON")
+        raise DomainError(f"non-finite number {x!r} cannot be written as JSON")
     text = repr(x)
     return text
 

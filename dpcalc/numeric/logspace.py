@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+from dpcalc.errors import DomainError
+
 NEG_INF = -math.inf
 
 
@@ -25,7 +27,7 @@ def log1mexp(x: float) -> float:
     Uses log(-expm1(x)) for x > -ln 2 and log1p(-exp(x)) otherwise (Maechler 2012).
     """
     if x > 0:
-        raise ValueError(f"log1mexp needs x <= 0, got {x}")
+        raise DomainError(f"log1mexp needs x <= 0, got {x}")
     if x == 0:
         return NEG_INF
     if x > -math.log(2.0):
@@ -36,7 +38,7 @@ def log1mexp(x: float) -> float:
 def log_sub(a: float, b: float) -> float:
     """log(e^a - e^b) for a >= b; ``-inf`` when they are equal."""
     if b > a:
-        raise ValueError(f"log_sub needs a >= b, got a={a}, b={b}")
+        raise DomainError(f"log_sub needs a >= b, got a={a}, b={b}")
     if b == NEG_INF:
         return a
     return a + log1mexp(b - a)
@@ -56,7 +58,7 @@ def log_sum(values) -> float:
 def log_expm1(x: float) -> float:
     """log(e^x - 1) for x > 0, stable for small and large x."""
     if x <= 0:
-        raise ValueError(f"log_expm1 needs x > 0, got {x}")
+        raise DomainError(f"log_expm1 needs x > 0, got {x}")
     if x > 40:
         return x + math.log1p(-math.exp(-x))
     return math.log(math.expm1(x))

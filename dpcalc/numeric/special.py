@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from dpcalc.errors import DomainError
 from dpcalc.numeric.directed import MACHINE_EPSILON as _EPS
 
 __all__ = ["LGAMMA_ERR", "LOG_NDTR_ERR", "lgamma", "log_ndtr"]
@@ -38,12 +39,12 @@ def lgamma(x) -> np.ndarray:
 
     Uses ``math.lgamma`` (CPython's Lanczos approximation, not the C library's), accurate to
     |error| ≤ 16 eps·(|log Γ(x)| + 1) over x ∈ (0, 1e5] (measured ≤ 5.7 eps·(|log Γ| + 1),
-    the worst cases being the cancellation near x = 1 and x = 2). Raises ValueError for x ≤ 0
-    or NaN.
+    the worst cases being the cancellation near x = 1 and x = 2). Raises DomainError (a
+    ValueError) for x ≤ 0 or NaN.
     """
     arr = np.asarray(x, dtype=float)
     if not np.all(arr > 0):
-        raise ValueError("lgamma: arguments must be > 0")
+        raise DomainError("lgamma: arguments must be > 0")
     return np.asarray(_lgamma_obj(arr), dtype=float).reshape(arr.shape)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dpcalc.errors import DomainError
 from dpcalc.pld._core import _RHO_MIN, PLDUncertifiable
 from dpcalc.pld.compose import (
     _chernoff_log_delta,
@@ -41,12 +42,12 @@ def _canonical(items) -> list[tuple[DominatingPair, int]]:
         if not isinstance(pair, DominatingPair):
             raise TypeError(f"not a DominatingPair: {pair!r}")
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"counts must be integers ≥ 1, got {n!r}")
+            raise DomainError(f"counts must be integers ≥ 1, got {n!r}")
         k = repr(pair.key())
         p0, n0 = merged.get(k, (pair, 0))
         merged[k] = (p0, n0 + int(n))
     if not merged:
-        raise ValueError("a plan needs at least one item")
+        raise DomainError("a plan needs at least one item")
     return [merged[k] for k in sorted(merged)]
 
 
@@ -61,13 +62,13 @@ def _split(items):
 def _check_tol(tolerance):
     if (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
             or not 0.0 < tolerance < 1.0):
-        raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
+        raise DomainError(f"tolerance must be in (0, 1), got {tolerance!r}")
 
 
 def _check_log_delta(log_delta):
     if (isinstance(log_delta, bool) or not isinstance(log_delta, (int, float))
             or not math.isfinite(log_delta) or not log_delta < 0):
-        raise ValueError(f"log_delta must be finite and < 0, got {log_delta!r}")
+        raise DomainError(f"log_delta must be finite and < 0, got {log_delta!r}")
 
 
 def epsilon_bounds(items: Sequence[tuple[DominatingPair, int]], log_delta: float,
@@ -130,7 +131,7 @@ def log_delta_bounds(items: Sequence[tuple[DominatingPair, int]], epsilon: float
     """
     _check_tol(tolerance)
     if isinstance(epsilon, bool) or not math.isfinite(epsilon):
-        raise ValueError(f"epsilon must be finite, got {epsilon!r}")
+        raise DomainError(f"epsilon must be finite, got {epsilon!r}")
     pair, n, fixed = _split(items)
     tol = float(tolerance)
     n_pass = [0]
@@ -207,7 +208,7 @@ def log_delta_profile(items: Sequence[tuple[DominatingPair, int]], epsilons,
     _check_tol(tolerance)
     grid = np.asarray([float(e) for e in epsilons], dtype=float)
     if not np.all(np.isfinite(grid)):
-        raise ValueError("epsilons must be finite")
+        raise DomainError("epsilons must be finite")
     n = grid.size
     if n == 0:
         return np.zeros(0), np.zeros(0)

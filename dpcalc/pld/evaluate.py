@@ -10,8 +10,10 @@ import math
 
 import numpy as np
 
-from dpcalc.pld._core import _U, _log_c_lambda, _log_sub, _logsumexp, _lse
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
+from dpcalc.pld._core import _log_c_lambda, _log_sub, _logsumexp, _lse
 from dpcalc.pld.pmf import _Dist
+from dpcalc.solve import bisect_to_adjacent
 
 
 class _Final:
@@ -274,12 +276,8 @@ class _Final:
                 break
             gap *= 8.0
         else:  # the surrogate misled us: plain bisection on the certified evaluation
-            for _ in range(200):
-                if b - a <= 4 * _U * max(1.0, abs(b)):
-                    break
-                mid = 0.5 * (a + b)
-                if f(mid) <= thr:
-                    b = mid
-                else:
-                    a = mid
+            if self.pess:
+                b = bisect_to_adjacent(lambda x: f(x) <= thr, a, b, rel_width=4 * _U)
+            else:
+                a = bisect_to_adjacent(lambda x: not f(x) <= thr, b, a, rel_width=4 * _U)
         return b if self.pess else a

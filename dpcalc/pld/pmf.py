@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcalc.pld._core import _NWIN_MAX, _U
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
+from dpcalc.pld._core import _NWIN_MAX
 
 
 @dataclass

@@ -30,10 +30,12 @@ from collections import Counter
 from fractions import Fraction
 from functools import lru_cache
 
+from dpcalc.errors import DomainError
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.numeric.directed import down as _down
 from dpcalc.numeric.directed import up as _up
 from dpcalc.numeric.logspace import NEG_INF, log1mexp, log_add, log_sum
+from dpcalc.solve import bisect_to_adjacent
 
 _INF = math.inf
 _TINY_X = 1e-300          # keeps a log1mexp argument strictly negative (only enlarges terms)
@@ -50,26 +52,26 @@ def _check_epsilon(name: str, value: float, allow_inf: bool = False) -> float:
     value = float(value)
     if math.isnan(value) or value < 0 or (value == _INF and not allow_inf):
         what = "a number >= 0" if allow_inf else "a finite number >= 0"
-        raise ValueError(f"{name} must be {what}, got {name}={value!r}")
+        raise DomainError(f"{name} must be {what}, got {name}={value!r}")
     return value
 
 
 def _check_log_delta(name: str, value: float) -> float:
     value = float(value)
     if math.isnan(value) or value > 0:
-        raise ValueError(f"{name} must be a log-probability (<= 0), got {name}={value!r}")
+        raise DomainError(f"{name} must be a log-probability (<= 0), got {name}={value!r}")
     return value
 
 
 def _check_count(name: str, value) -> int:
     if isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer >= 1, got {name}={value!r}")
+        raise DomainError(f"{name} must be an integer >= 1, got {name}={value!r}")
     if isinstance(value, float):
         if not value.is_integer():
-            raise ValueError(f"{name} must be an integer >= 1, got {name}={value!r}")
+            raise DomainError(f"{name} must be an integer >= 1, got {name}={value!r}")
         value = int(value)
     if not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {name}={value!r}")
+        raise DomainError(f"{name} must be an integer >= 1, got {name}={value!r}")
     return value
 
 
@@ -222,7 +224,7 @@ def advanced_best(epsilon: float, log_delta: float, k: int,
     k = _check_count("k", k)
     log_total_delta = float(log_total_delta)
     if math.isnan(log_total_delta):
-        raise ValueError("log_total_delta must not be NaN")
+        raise DomainError("log_total_delta must not be NaN")
     log_total_delta = min(log_total_delta, 0.0)  # a δ budget above 1 is no tighter than 1
     if log_delta == NEG_INF:
         used = NEG_INF
@@ -609,16 +611,8 @@ def _smallest_passing_epsilon(log_delta_at, log_total_delta: float, e_max: float
     hi = e_max
     if log_delta_at(hi) > log_total_delta:
         return _INF
-    lo = 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        if log_delta_at(mid) <= log_total_delta:
-            hi = mid
-        else:
-            lo = mid
-    return hi  # lo and hi are adjacent doubles (or 200 halvings were done)
+    # to adjacent doubles (or 200 halvings), keeping the passing end
+    return bisect_to_adjacent(lambda e: log_delta_at(e) <= log_total_delta, 0.0, hi)
 
 
 def optimal_epsilon(epsilon: float, log_delta: float, k: int, log_total_delta: float) -> float:
@@ -634,7 +628,7 @@ def optimal_epsilon(epsilon: float, log_delta: float, k: int, log_total_delta: f
     k = _check_count("k", k)
     log_total_delta = float(log_total_delta)
     if math.isnan(log_total_delta):
-        raise ValueError("log_total_delta must not be NaN")
+        raise DomainError("log_total_delta must not be NaN")
 
     def at(e: float) -> float:
         return optimal_log_delta(epsilon, log_delta, k, e)
@@ -651,9 +645,9 @@ def _check_lists(eps_list, log_delta_list) -> tuple[list[float], list[float]]:
     eps = [_check_epsilon("epsilon", e) for e in eps_list]
     lds = [_check_log_delta("log_delta", d) for d in log_delta_list]
     if not eps:
-        raise ValueError("the list of mechanisms must not be empty")
+        raise DomainError("the list of mechanisms must not be empty")
     if len(eps) != len(lds):
-        raise ValueError(f"eps_list and log_delta_list differ in length: {len(eps)} != {len(lds)}")
+        raise DomainError(f"eps_list and log_delta_list differ in length: {len(eps)} != {len(lds)}")
     return eps, lds
 
 
@@ -708,10 +702,10 @@ def gaussian_hetero_mu(noise_multipliers) -> float:
     """
     sig = [float(s) for s in noise_multipliers]
     if not sig:
-        raise ValueError("noise_multipliers must not be empty")
+        raise DomainError("noise_multipliers must not be empty")
     for s in sig:
         if math.isnan(s) or s <= 0 or s == _INF:
-            raise ValueError(f"noise multipliers must be finite and > 0, got sigma={s!r}")
+            raise DomainError(f"noise multipliers must be finite and > 0, got sigma={s!r}")
     # [DRS19, Cor 3.3] μ² = Σ 1/σ_i²; fsum is exact-rounded, the 1/σ² carry ≤ 2u each
     mu = math.sqrt(math.fsum(1.0 / (s * s) for s in sig))
     return _up(mu * (1.0 + 8.0 * _U))
@@ -884,7 +878,7 @@ def numerical_hetero_epsilon(eps_list, log_delta_list, log_total_delta: float,
     eps, lds = _check_lists(eps_list, log_delta_list)
     log_total_delta = float(log_total_delta)
     if math.isnan(log_total_delta):
-        raise ValueError("log_total_delta must not be NaN")
+        raise DomainError("log_total_delta must not be NaN")
     log_a, log_1ma = _log_a_part(lds)
     exact_sum = sum((Fraction(e) for e in eps), Fraction(0))
     pld = _hetero_pld(eps, _force_grid)

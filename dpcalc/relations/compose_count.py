@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from dpcalc.errors import DomainError
 from dpcalc.relations.compose import (
     _check_count,
     _check_epsilon,
@@ -33,7 +34,7 @@ def optimal_largest_k(epsilon: float, log_delta: float, total_epsilon: float,
     k_max = _check_count("k_max", k_max)
     target = float(log_total_delta)
     if math.isnan(target):
-        raise ValueError("log_total_delta must not be NaN")
+        raise DomainError("log_total_delta must not be NaN")
 
     def log_d(k: int) -> float:
         return optimal_log_delta(epsilon, log_delta, k, total_epsilon)

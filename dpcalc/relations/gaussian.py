@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from dpcalc.errors import NumericalError
+from dpcalc.errors import DomainError, NumericalError
 from dpcalc.methods import GAUSSIAN
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.numeric.optimize import minimize_on_grid
@@ -75,7 +75,7 @@ def log_delta(method: str, sigma: float, epsilon: float, sensitivity: float = 1.
         return rdp_log_delta(mu, epsilon)
     if method == "zcdp":
         return zcdp_log_delta(mu, epsilon)
-    raise ValueError(f"unknown Gaussian method {method!r}")
+    raise DomainError(f"unknown Gaussian method {method!r}")
 
 
 def _ndtr(x: float) -> float:
@@ -233,9 +233,3 @@ def classic_sigma(epsilon: float, log_delta: float, sensitivity: float = 1.0) ->
     A fast-path guess for the solver, which verifies it. References: DR14.
     """
     return sensitivity * math.sqrt(2.0 * (math.log(1.25) - log_delta)) / epsilon
-
-
-def pure_dp_impossible() -> str:
-    """The reason no Gaussian noise meets δ = 0 (its privacy loss is unbounded)."""
-    return ("the Gaussian mechanism is not (ε, 0)-DP for any σ: its privacy loss is unbounded, "
-            "so δ(ε) > 0 for every ε; give --delta > 0")

@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from dpcalc.errors import DomainError
+
 __all__ = ["moments_epsilon", "moments_log_delta", "log_moments"]
 
 _DPS = 50
@@ -36,14 +38,14 @@ def _check(q: float, noise_multiplier: float, steps, max_lambda: int) -> tuple[f
                                                                                 float, int]:
     qq, sigma, t = float(q), float(noise_multiplier), float(steps)
     if not 0.0 <= qq <= 1.0:
-        raise ValueError(f"sampling rate q must be in [0, 1], got q={q}")
+        raise DomainError(f"sampling rate q must be in [0, 1], got q={q}")
     if not sigma > 0:
-        raise ValueError(f"noise_multiplier must be > 0, got noise_multiplier={noise_multiplier}")
+        raise DomainError(f"noise_multiplier must be > 0, got noise_multiplier={noise_multiplier}")
     if not (t >= 0 and math.isfinite(t)):
-        raise ValueError(f"steps must be a finite number >= 0, got steps={steps}")
+        raise DomainError(f"steps must be a finite number >= 0, got steps={steps}")
     lam = int(max_lambda)
     if lam < 1 or lam != max_lambda:
-        raise ValueError(f"max_lambda must be an integer >= 1, got max_lambda={max_lambda}")
+        raise DomainError(f"max_lambda must be an integer >= 1, got max_lambda={max_lambda}")
     return qq, sigma, t, lam
 
 
@@ -111,7 +113,7 @@ def moments_epsilon(q: float, noise_multiplier: float, steps, log_delta: float,
     qq, sigma, t, lam_max = _check(q, noise_multiplier, steps, max_lambda)
     ld = float(log_delta)
     if math.isnan(ld):
-        raise ValueError("log_delta must not be NaN")
+        raise DomainError("log_delta must not be NaN")
     if ld >= 0:
         return 0.0, 1  # δ ≥ 1: trivially (0, δ)-DP
     if ld == -math.inf:
@@ -143,7 +145,7 @@ def moments_log_delta(q: float, noise_multiplier: float, steps, epsilon: float,
     qq, sigma, t, lam_max = _check(q, noise_multiplier, steps, max_lambda)
     eps = float(epsilon)
     if math.isnan(eps) or eps < 0:
-        raise ValueError(f"epsilon must be >= 0, got epsilon={epsilon}")
+        raise DomainError(f"epsilon must be >= 0, got epsilon={epsilon}")
     if eps == math.inf:
         return -math.inf, lam_max
     moments = _log_moments_mp(qq, sigma, lam_max)

@@ -30,14 +30,16 @@ import types
 
 import numpy as np
 
-from dpcalc.mechanisms._normal import _ERFC_REL, _log_erfc
+from dpcalc.errors import DomainError
+from dpcalc.mechanisms._normal import _ERFC_REL, _log_erfc  # noqa: F401 (re-exported)
 from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
+from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U  # noqa: F401 (re-exported)
 from dpcalc.pld import _core, compose, discretise, evaluate, plan, pmf
 from dpcalc.pld import accountant as _acc
-from dpcalc.pld._core import _U, PLDUncertifiable
+from dpcalc.pld._core import PLDUncertifiable
 from dpcalc.pld.accountant import _check_log_delta, _check_tol
 from dpcalc.pld.compose import _eps_core, keeping_compositions
-from dpcalc.pld.pmf import _conv, _Dist, _Engine, _fft_roundoff_l2
+from dpcalc.pld.pmf import _conv, _Dist, _Engine, _fft_roundoff_l2  # noqa: F401 (re-exported)
 
 __all__ = [
     "PLDUncertifiable",
@@ -50,8 +52,7 @@ __all__ = [
     "log_delta_profile",
 ]
 
-# re-exported for the tests of the engine's building blocks
-_INTERNALS = (_ERFC_REL, _U, _conv, _Dist, _Engine, _fft_roundoff_l2, _log_erfc)
+# the engine's building blocks above (noqa: F401) are re-exported for their tests
 _ENGINE_MODULES = (_core, compose, discretise, evaluate, plan, pmf, _acc)
 
 
@@ -72,20 +73,20 @@ sys.modules[__name__].__class__ = _Shim
 
 def _validate(q, sigma, steps_list, tolerance):
     if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0.0 < float(q) <= 1.0:
-        raise ValueError(f"q must be in (0, 1], got q={q!r}")
+        raise DomainError(f"q must be in (0, 1], got q={q!r}")
     if (isinstance(sigma, bool) or not isinstance(sigma, (int, float))
             or not math.isfinite(sigma) or not sigma > 0):
-        raise ValueError(f"noise_multiplier must be finite and > 0, got {sigma!r}")
+        raise DomainError(f"noise_multiplier must be finite and > 0, got {sigma!r}")
     for s in steps_list:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1:
-            raise ValueError(f"steps must be integers ≥ 1, got {s!r}")
+            raise DomainError(f"steps must be integers ≥ 1, got {s!r}")
     _check_tol(tolerance)
 
 
 def _check_epsilon(epsilon):
     if (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
             or not math.isfinite(epsilon) or not epsilon >= 0):
-        raise ValueError(f"epsilon must be finite and ≥ 0, got {epsilon!r}")
+        raise DomainError(f"epsilon must be finite and ≥ 0, got {epsilon!r}")
 
 
 def epsilon_bounds(q: float, noise_multiplier: float, steps: int, log_delta: float,
@@ -148,7 +149,7 @@ def epsilon_curve(q: float, noise_multiplier: float, steps_list, log_delta: floa
         return []
     _validate(q, noise_multiplier, steps_list, tolerance)
     if any(b <= a for a, b in zip(steps_list, steps_list[1:], strict=False)):
-        raise ValueError("steps_list must be strictly increasing")
+        raise DomainError("steps_list must be strictly increasing")
     _check_log_delta(log_delta)
     pair = SubsampledGaussian(float(q), float(noise_multiplier))
     res = _eps_core(pair, [int(s) for s in steps_list], float(log_delta), float(tolerance),

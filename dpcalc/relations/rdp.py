@@ -35,7 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from dpcalc.errors import NumericalError
+from dpcalc.errors import DomainError, NumericalError
 from dpcalc.numeric.directed import MACHINE_EPSILON as _EPS
 from dpcalc.numeric.directed import MIN_NORMAL as _MIN_NORMAL
 from dpcalc.numeric.directed import TINY as _TINY
@@ -90,23 +90,24 @@ DEFAULT_ORDERS: tuple[float, ...] = _build_default_orders()
 def _orders_array(orders) -> np.ndarray:
     arr = np.atleast_1d(np.asarray(orders, dtype=float))
     if arr.ndim != 1:
-        raise ValueError(f"orders must be a 1-D sequence, got shape {arr.shape}")
+        raise DomainError(f"orders must be a 1-D sequence, got shape {arr.shape}")
     if np.any(np.isnan(arr)) or np.any(arr < 1.0):
-        raise ValueError(f"RDP orders must be >= 1 (not NaN), got {arr[(arr < 1) | np.isnan(arr)]}")
+        raise DomainError("RDP orders must be >= 1 (not NaN), got "
+                          f"{arr[(arr < 1) | np.isnan(arr)]}")
     return arr
 
 
 def _check_sigma(noise_multiplier: float) -> float:
     s = float(noise_multiplier)
     if not s > 0:
-        raise ValueError(f"noise_multiplier must be > 0, got noise_multiplier={noise_multiplier}")
+        raise DomainError(f"noise_multiplier must be > 0, got noise_multiplier={noise_multiplier}")
     return s
 
 
 def _check_q(q: float) -> float:
     qq = float(q)
     if not 0.0 <= qq <= 1.0:
-        raise ValueError(f"sampling rate q must be in [0, 1], got q={q}")
+        raise DomainError(f"sampling rate q must be in [0, 1], got q={q}")
     return qq
 
 
@@ -630,8 +631,8 @@ def rdp_subsampled_gaussian(orders, q: float, noise_multiplier: float) -> np.nda
         Array of upper bounds, one per order (+inf where no finite bound is available).
 
     Raises:
-        ValueError: q, σ or an order out of range. NumericalError: a bound that could not be
-        certified (a bug, never a silent result).
+        DomainError (a ValueError): q, σ or an order out of range. NumericalError: a bound
+        that could not be certified (a bug, never a silent result).
     """
     alphas = _orders_array(orders)
     qq = _check_q(q)
@@ -713,17 +714,17 @@ def rdp_subsampled_laplace(orders, q: float, noise_multiplier: float) -> np.ndar
 
 def _check_conversion(conversion: str) -> None:
     if conversion not in ("classic", "improved"):
-        raise ValueError(f"conversion must be 'classic' or 'improved', got {conversion!r}")
+        raise DomainError(f"conversion must be 'classic' or 'improved', got {conversion!r}")
 
 
 def _check_rdp(orders, rdp) -> tuple[np.ndarray, np.ndarray]:
     alphas = _orders_array(orders)
     r = np.atleast_1d(np.asarray(rdp, dtype=float))
     if r.shape != alphas.shape:
-        raise ValueError(f"orders and rdp must have the same length, got {alphas.shape} and "
+        raise DomainError(f"orders and rdp must have the same length, got {alphas.shape} and "
                          f"{r.shape}")
     if np.any(np.isnan(r)) or np.any(r < 0):
-        raise ValueError("RDP values must be >= 0 and not NaN (a negative RDP bound is a bug "
+        raise DomainError("RDP values must be >= 0 and not NaN (a negative RDP bound is a bug "
                          f"upstream), got {r[np.isnan(r) | (r < 0)]}")
     return alphas, r
 
@@ -759,7 +760,7 @@ def epsilon_from_rdp(orders, rdp, log_delta: float, conversion: str = "improved"
     alphas, r = _check_rdp(orders, rdp)
     ld = float(log_delta)
     if math.isnan(ld):
-        raise ValueError("log_delta must not be NaN")
+        raise DomainError("log_delta must not be NaN")
     per = np.full(alphas.shape, math.inf)
     for i, (a, rv) in enumerate(zip(alphas.tolist(), r.tolist(), strict=True)):
         if rv == math.inf or a <= 1.0:
@@ -808,7 +809,7 @@ def log_delta_from_rdp(orders, rdp, epsilon: float, conversion: str = "improved"
     alphas, r = _check_rdp(orders, rdp)
     eps = float(epsilon)
     if math.isnan(eps) or eps < 0:
-        raise ValueError(f"epsilon must be >= 0, got epsilon={epsilon}")
+        raise DomainError(f"epsilon must be >= 0, got epsilon={epsilon}")
     best_ld, best_a = 0.0, math.nan
     for a, rv in zip(alphas.tolist(), r.tolist(), strict=True):
         if rv == math.inf or a <= 1.0:

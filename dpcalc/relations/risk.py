@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from dpcalc.errors import DomainError
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 
 _DPS = 40
@@ -197,7 +198,7 @@ def profile_tpr(alpha: float, epsilons: Sequence[float], delta_lower: Sequence[f
     dl = np.clip(np.asarray(delta_lower, dtype=float), 0.0, 1.0)
     du = np.clip(np.asarray(delta_upper, dtype=float), 0.0, 1.0)
     if eps.size == 0 or np.any(np.diff(eps) <= 0) or eps[0] < 0:
-        raise ValueError("epsilons must be a nonempty increasing grid of ε ≥ 0")
+        raise DomainError("epsilons must be a nonempty increasing grid of ε ≥ 0")
     margin = 64.0 * _U
     # γ > 1 side (ε ≥ 0), then the mirrored γ < 1 side (ε > 0 only)
     g_pos = np.exp(eps)
@@ -264,5 +265,5 @@ def profile_advantage(epsilons: Sequence[float], delta_lower: Sequence[float],
     References: DRS19, Prop 2.12; KOV15.
     """
     if not epsilons or epsilons[0] != 0.0:
-        raise ValueError("the grid must start at ε = 0")
+        raise DomainError("the grid must start at ε = 0")
     return float(delta_lower[0]), float(delta_upper[0])

@@ -47,10 +47,12 @@ from __future__ import annotations
 
 import math
 
+from dpcalc.errors import DomainError
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.numeric.directed import down as _down
 from dpcalc.numeric.directed import up as _up
 from dpcalc.numeric.logspace import NEG_INF, log1mexp, log_add, log_expm1
+from dpcalc.solve import bisect_to_adjacent, climb_to_adjacent
 
 _INF = math.inf
 SAMPLINGS = ("poisson", "without-replacement")
@@ -60,10 +62,11 @@ RELATIONS = ("add-remove", "replace-one")
 def _check(epsilon: float, log_delta: float, q: float, sampling: str, relation: str):
     epsilon = float(epsilon)
     if math.isnan(epsilon) or epsilon < 0 or epsilon == _INF:
-        raise ValueError(f"epsilon must be a finite number >= 0, got epsilon={epsilon!r}")
+        raise DomainError(f"epsilon must be a finite number >= 0, got epsilon={epsilon!r}")
     log_delta = float(log_delta)
     if math.isnan(log_delta) or log_delta > 0:
-        raise ValueError(f"log_delta must be a log-probability (<= 0), got log_delta={log_delta!r}")
+        raise DomainError("log_delta must be a log-probability (<= 0), got "
+                          f"log_delta={log_delta!r}")
     _check_q(q)
     _check_scheme(sampling, relation)
     return epsilon, log_delta, float(q)
@@ -72,15 +75,15 @@ def _check(epsilon: float, log_delta: float, q: float, sampling: str, relation: 
 def _check_q(q: float) -> None:
     q = float(q)
     if math.isnan(q) or not (0.0 < q <= 1.0):
-        raise ValueError(f"q must be in (0, 1], got q={q!r}")
+        raise DomainError(f"q must be in (0, 1], got q={q!r}")
 
 
 def _check_scheme(sampling: str, relation: str) -> None:
     if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling must be one of {', '.join(SAMPLINGS)}, "
+        raise DomainError(f"sampling must be one of {', '.join(SAMPLINGS)}, "
                          f"got sampling={sampling!r}")
     if relation not in RELATIONS:
-        raise ValueError(f"relation must be one of {', '.join(RELATIONS)}, "
+        raise DomainError(f"relation must be one of {', '.join(RELATIONS)}, "
                          f"got relation={relation!r}")
 
 
@@ -180,36 +183,13 @@ def _shrink_until(value: float, passes, lower: float = 0.0) -> float | None:
     return None
 
 
-def _climb(x: float, passes) -> float:
-    """From a passing x, the largest float reachable upward with passes (gallop, then refine)."""
-    step = max(math.ulp(x), math.ldexp(1.0, -1074))
-    for _ in range(64):  # gallop
-        if not passes(x + step):
-            break
-        x += step
-        step *= 2.0
-    while step > math.ulp(x):  # refine down to adjacent floats
-        step *= 0.5
-        if x + step > x and passes(x + step):
-            x += step
-    return x
-
-
 def _bisect_largest(passes, lo: float, hi: float) -> float | None:
     """Largest x in [lo, hi] with passes(x), assuming a monotone predicate; lo may fail."""
     if passes(hi):
         return hi
     if not passes(lo):
         return None
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        if passes(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return bisect_to_adjacent(passes, hi, lo)
 
 
 def max_q(epsilon: float, log_delta: float, amplified_epsilon: float, log_amplified_delta: float,
@@ -227,9 +207,9 @@ def max_q(epsilon: float, log_delta: float, amplified_epsilon: float, log_amplif
     amplified_epsilon = float(amplified_epsilon)
     log_amplified_delta = float(log_amplified_delta)
     if math.isnan(amplified_epsilon) or amplified_epsilon < 0:
-        raise ValueError(f"amplified_epsilon must be >= 0, got {amplified_epsilon!r}")
+        raise DomainError(f"amplified_epsilon must be >= 0, got {amplified_epsilon!r}")
     if math.isnan(log_amplified_delta):
-        raise ValueError("log_amplified_delta must not be NaN")
+        raise DomainError("log_amplified_delta must not be NaN")
     two = _two_sided(sampling, relation)
     logs = [0.0]  # log of each upper limit on q; q ≤ 1
     if epsilon > 0.0:
@@ -285,7 +265,7 @@ def max_base_epsilon(q: float, amplified_epsilon: float, sampling: str = "poisso
     q = float(q)
     amplified_epsilon = float(amplified_epsilon)
     if math.isnan(amplified_epsilon) or amplified_epsilon < 0:
-        raise ValueError(f"amplified_epsilon must be >= 0, got {amplified_epsilon!r}")
+        raise DomainError(f"amplified_epsilon must be >= 0, got {amplified_epsilon!r}")
     if amplified_epsilon == _INF:
         eps = _INF
     elif amplified_epsilon == 0.0:
@@ -313,7 +293,7 @@ def max_base_epsilon(q: float, amplified_epsilon: float, sampling: str = "poisso
         if top is None:
             return 0.0 if eps_ok(0.0) and delta_ok(0.0) else None
         top = max(top, 0.0)
-    top = _climb(top, eps_ok)
+    top = climb_to_adjacent(eps_ok, top)
     if delta_ok(top):
         return top
     if not _two_sided(sampling, relation):
