@@ -12,6 +12,7 @@ neighbouring datasets, so "remove" composes the remove pairs of all items [ZDW22
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -89,7 +90,7 @@ def _tau(tolerance: float, lgam: float, t_max: int, fixed=()) -> float:
 def _shift(d: _Dist, k: int) -> _Dist:
     """The same vector on the shared lattice: an item grid h_base·2^k at level s is the shared
     grid at level s + k."""
-    return d if k == 0 else _Dist(d.lo, d.s + k, d.t, d.logscale, d.e1, d.einf, d.noise)
+    return d if k == 0 else replace(d, s=d.s + k)
 
 
 def _product(eng: _Engine, a: _Dist, b: _Dist) -> _Dist:

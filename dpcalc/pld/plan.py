@@ -10,7 +10,7 @@ carry < _TIER_LEVELS[k].  One-step PLDs: connect-the-dots [DGKKM22, Alg. 1] and 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -276,6 +276,9 @@ def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float
     raise PLDUncertifiable("cannot place the one-step grid")
 
 
+_REL_CAP = 1e-9      # one-step relative errors up to this are kept relative (ρ of _Dist)
+
+
 @dataclass
 class _Side:
     engine: _Engine
@@ -359,15 +362,22 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         t = np.zeros(n)
         t[jpos - j_lo] = ta
         e1 = float((ta * rel).sum())
+        below = 0.0
         if pess and drop:
             # the dropped mass below ℓ_0 is paid for as tilted ℓ1 error
             lb = _log_tilted_below(pair, direction, float(ell[0]), lam, lo) - c
-            e1 += math.exp(min(lb, 700.0))
-        base = _Dist(j_lo, 0, t, 0.0, e1, float((ta * rel).max()))
+            below = math.exp(min(lb, 700.0))
+            e1 += below
+        # the same errors, located (see _Dist): small relative errors as ρ, the others as v
+        small = rel <= _REL_CAP
+        rr = float(rel[small].max(initial=0.0)) * (1.0 + 1e-9)
+        big = ta * np.where(small, 0.0, rel)
+        base = _Dist(j_lo, 0, t, 0.0, e1, float((ta * rel).max()), 0.0, rr,
+                     float(big.max(initial=0.0)) * (1.0 + 1e-9),
+                     float(big.sum()) * (1.0 + 1e-9), below)
         base = _truncate(base, plan.tau / max(1, t_max), pess)
         nz = np.nonzero(base.t)[0]
-        base = _Dist(base.lo + int(nz[0]), 0, base.t[nz[0]:nz[-1] + 1], base.logscale,
-                     base.e1, base.einf)
+        base = replace(base, lo=base.lo + int(nz[0]), t=base.t[nz[0]:nz[-1] + 1], noise=0.0)
         out[pess] = _Side(_Engine(base, h, lam, pess, t_max, plan.tau, s_max), c, lpi, h,
                           lam, off)
     return out
