@@ -60,6 +60,7 @@ def _eps_zero_beyond(pair, fixed, direction: str, steps: int) -> float:
 
 _SCOUT_LOG_DELTA = -300.0     # Chernoff guesses of log δ below this: a coarse pass first
 _SCOUT_RHO = 0.06
+_FAR_LOG_DELTA = -700.0       # upper bounds below this (δ < 1e-304): no refinement
 
 
 def _first_rho(tolerance: float) -> float:
@@ -343,6 +344,26 @@ def _chernoff_log_delta(pair, steps, epsilon, fixed=()) -> float:
     return v
 
 
+_MAX_CUTS = 2     # passes redone because the +∞ mass dominated (each lowers the cut)
+
+
+def _next_cut(cuts) -> float:
+    """The next guess of log δ (it sets the cut above which one-step mass goes to +∞) after
+    passes whose upper bound was mostly the +∞ mass (heuristic: any cut is sound).
+
+    Lowering the cut by Δ lowers the +∞ term by Δ but raises the rest (mass that now stays
+    on the grid and can reach ε: with a heavy one-step tail, much of δ).  The two balance
+    where the +∞ term (slope 1) meets the rest, extrapolated linearly through the last two
+    passes (slope −1, a bisection in log space, after one); never below the last rest."""
+    est, inf, rest = cuts[-1]
+    slope = -1.0
+    if len(cuts) >= 2:
+        e0, _, r0 = cuts[-2]
+        if e0 != est:
+            slope = min(0.0, max(-4.0, (rest - r0) / (est - e0)))
+    return max(rest, est + (rest - inf) / (1.0 - slope))
+
+
 def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, fixed=()):
     """Yields running (log lower, log upper) brackets on δ(ε), one per pass; the next
     resolution is next_rho(ρ, lower, upper) (None stops).
@@ -353,9 +374,11 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     The budgets (+∞ mass, truncation) are sized from a guess of δ.  Far below the Chernoff
     value's reliable range (δ < e^{_SCOUT_LOG_DELTA}: few steps, a heavy one-step tail) the
     first pass is a coarse scout (ρ ≥ _SCOUT_RHO) that only sizes them; a pass whose upper
-    bound is mostly the +∞ mass is redone at its resolution with the rest as the guess; and
-    with no lower bound, an upper bound that is mostly the ℓ1 error term (round-off and
-    truncation, which a finer grid does not lower) ends the refinement."""
+    bound is mostly the +∞ mass is redone at its resolution with a lower cut for that mass
+    (_next_cut: at most _MAX_CUTS times); with no lower bound, an upper bound that is
+    mostly the ℓ1 error term (round-off and truncation, which a finer grid does not lower)
+    ends the refinement; and so does an upper bound below e^{_FAR_LOG_DELTA} (δ outside the
+    double range: a finer grid there costs seconds for digits of a logarithm)."""
     if not _delta_directions(pair, steps, epsilon, fixed):
         yield -math.inf, -math.inf        # every loss is bounded below ε: δ(ε) = 0 exactly
         return
@@ -364,6 +387,7 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     est = ch - 8.0 - 0.05 * abs(ch)
     best = [-math.inf, 0.0]
     parts = [-math.inf] * 3      # largest grid / error / +∞ terms of the pessimistic sides
+    cuts: list[tuple[float, float, float]] = []   # (guess, +∞ term, rest) of such passes
 
     def evaluate(i, finals):
         up = lo = -math.inf
@@ -411,17 +435,26 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
         nxt = next_rho(rho, best[0], best[1])
         grid, err, inf = parts
         rest = float(np.logaddexp(grid, err))
-        if best[0] > -math.inf and best[0] < est - 2.0 and nxt is not None:
+        cut_high = inf > rest + 1.0 and rest < est - 2.0
+        if cut_high:
+            cuts.append((est, inf, rest))
+        if cut_high and (nxt is not None or lo == -math.inf) and len(cuts) <= _MAX_CUTS:
+            nxt = rho      # mostly the +∞ mass: redo at this resolution with a lower cut
+            est = _next_cut(cuts)
+        elif cut_high:
+            nxt = None     # still mostly the +∞ mass: a finer grid cannot lower it
+        elif (best[0] > -math.inf and best[0] < est - 2.0 and nxt is not None
+              and max(err, inf) > grid - 2.0):
             nxt = rho      # the budgets were sized for a larger δ: redo at this resolution
-        elif lo == -math.inf and inf > rest + 1.0 and rest < est - 2.0:
-            nxt = rho      # likewise, seen from the upper bound (mostly the +∞ mass)
-            est = rest
+            est = best[0]
         elif lo == -math.inf and up > -math.inf and err >= grid:
             nxt = None     # a finer grid lowers only the grid term: it cannot help
         elif scout and nxt is not None:
             nxt = min(nxt, rho_plan)     # budgets sized: resume the planned resolution
+        if nxt is not None and nxt < rho and best[1] < _FAR_LOG_DELTA:
+            nxt = None     # δ beyond the double range: no finer grid (see the docstring)
         if nxt is not None and nxt < rho:
             scout = False
-        if best[0] > -math.inf:
-            est = best[0]
+        if best[0] > -math.inf and not cut_high:
+            est = max(est, best[0]) if cuts else best[0]
         rho = nxt
