@@ -27,7 +27,7 @@ from dpcalc.pld._core import (
 )
 from dpcalc.pld.evaluate import _Final
 from dpcalc.pld.plan import _best_lambda, _grid_h, _make_sides, _pd, _Plan
-from dpcalc.pld.pmf import _NWIN_MAX, _Dist, _Engine
+from dpcalc.pld.pmf import _Dist, _Engine
 
 
 def _directions(pairs) -> list[str]:
@@ -61,6 +61,7 @@ def _eps_zero_beyond(pair, fixed, direction: str, steps: int) -> float:
 _SCOUT_LOG_DELTA = -300.0     # Chernoff guesses of log δ below this: a coarse pass first
 _SCOUT_RHO = 0.06
 _FAR_LOG_DELTA = -700.0       # upper bounds below this (δ < 1e-304): no refinement
+_NWIN_FAR = 1 << 17           # and (Chernoff guess below it) shorter vectors: coarser grids
 
 
 def _first_rho(tolerance: float) -> float:
@@ -96,7 +97,7 @@ def _shift(d: _Dist, k: int) -> _Dist:
 
 def _product(eng: _Engine, a: _Dist, b: _Dist) -> _Dist:
     out = eng.multiply(a, b)
-    while out.t.size > _NWIN_MAX // 2:
+    while out.t.size > eng.nwin // 2:
         out = eng._coarsen(out)          # too long: a coarser grid is still sound
     return out
 
@@ -107,7 +108,7 @@ def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
     Returns (varying sides, its level shift k, combiner engines by side, fixed product by side,
     fixed totals (Σ n·off, Σ n·c, log Σ n·p∞) by side)."""
     items = list(fixed) + [(pair, t_max)]
-    hs = [_grid_h(p, _pd(p, d), plan.var[i], plan.lam, rho, log_eta)
+    hs = [_grid_h(p, _pd(p, d), plan.var[i], plan.lam, rho, log_eta, plan.nwin)
           for i, (p, _) in enumerate(items)]
     h_base = min(hs)
     made = []
@@ -124,7 +125,7 @@ def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
     combiners, prods, totals = {}, {}, {}
     for pess in sides:
         side0 = var_sides[pess]
-        eng = _Engine(None, h_base, plan.lam, pess, t_max, plan.tau)
+        eng = _Engine(None, h_base, plan.lam, pess, t_max, plan.tau, nwin=plan.nwin)
         prod = None
         off = c = 0.0
         lpi = []
@@ -378,7 +379,9 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     (_next_cut: at most _MAX_CUTS times); with no lower bound, an upper bound that is
     mostly the ℓ1 error term (round-off and truncation, which a finer grid does not lower)
     ends the refinement; and so does an upper bound below e^{_FAR_LOG_DELTA} (δ outside the
-    double range: a finer grid there costs seconds for digits of a logarithm)."""
+    double range: a finer grid there costs seconds for digits of a logarithm), where a
+    Chernoff guess below it also caps the vectors at _NWIN_FAR entries (coarser grids, as
+    sound, a looser bound: a heavy one-step tail can need millions of points at λh ≤ 2ρ)."""
     if not _delta_directions(pair, steps, epsilon, fixed):
         yield -math.inf, -math.inf        # every loss is bounded below ε: δ(ε) = 0 exactly
         return
@@ -411,6 +414,8 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     while rho is not None:
         parts[:] = [-math.inf] * 3
         plans = _plans_delta(pair, steps, epsilon, tolerance, est, fixed)
+        if ch < _FAR_LOG_DELTA:
+            plans = {d: replace(p, nwin=_NWIN_FAR) for d, p in plans.items()}
         log_eta = _log_eta(est, tolerance, steps + _n_fixed(fixed))
         dirs = list(plans)
         if decide is None:

@@ -298,10 +298,11 @@ class _Plan:
     lam_range: tuple[float, float]
     tau: float
     log_eta_top: float | None = None   # one-step P-mass above this goes to +∞ (heuristics)
+    nwin: int = _NWIN_MAX              # cap on the composed vectors' length (coarser: sound)
 
 
 def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: float,
-            log_eta: float) -> float:
+            log_eta: float, nwin: int = _NWIN_MAX) -> float:
     """The one-step grid spacing asked for at resolution ρ (before the caps of _level0)."""
     lo, hi = pair.support(direction, log_eta)
     std = math.sqrt(var) if var > 0 else (hi - lo) / 100.0
@@ -309,7 +310,7 @@ def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: f
     # every grid keeps λ·h ≤ _LAMH·ρ (a coarser grid would move mass by more than 1/λ,
     # i.e. change its tilted weight by a factor e^{λh}; the errors are ∝ (λh)²)
     scale = min(std, 1.0 / lam) if lam > 0 else std
-    return max(rho * scale, (hi - lo) / (_NWIN_MAX - 8))
+    return max(rho * scale, (hi - lo) / (nwin - 8))
 
 
 def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
@@ -323,7 +324,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
     lo, hi = pair.support(direction, log_eta)
     lam = plan.lam
     h = h_fixed if h_fixed is not None else _grid_h(pair, direction, plan.var[item], lam,
-                                                     rho, log_eta)
+                                                     rho, log_eta, plan.nwin)
     edge_lo, edge_hi = pair.loss_bounds(direction)
     if h_fixed is None and math.isfinite(edge_lo) and math.isfinite(edge_hi) \
             and edge_hi > edge_lo:
@@ -378,6 +379,6 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         base = _truncate(base, plan.tau / max(1, t_max), pess)
         nz = np.nonzero(base.t)[0]
         base = replace(base, lo=base.lo + int(nz[0]), t=base.t[nz[0]:nz[-1] + 1], noise=0.0)
-        out[pess] = _Side(_Engine(base, h, lam, pess, t_max, plan.tau, s_max), c, lpi, h,
-                          lam, off)
+        out[pess] = _Side(_Engine(base, h, lam, pess, t_max, plan.tau, s_max, plan.nwin),
+                          c, lpi, h, lam, off)
     return out

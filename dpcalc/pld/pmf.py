@@ -345,8 +345,9 @@ class _Engine:
     """Composes a tilted one-step PLD by repeated squaring with a coarsening grid."""
 
     def __init__(self, base: _Dist, h0: float, lam: float, pess: bool, t_max: int,
-                 tau: float, s_max: int = 1 << 30):
+                 tau: float, s_max: int = 1 << 30, nwin: int = _NWIN_MAX):
         self.h0, self.lam, self.pess = h0, lam, pess
+        self.nwin = nwin
         self.s_max = s_max
         self.t_max = t_max
         self.tau = tau
@@ -373,7 +374,7 @@ class _Engine:
             mult = max(1, self.t_max >> kk)
             sq = _truncate(sq, self.tau / mult, self.pess)
             sq = self.to_grid(sq, min(kk // 2, max(self.s_max, sq.s)))
-            while sq.t.size > _NWIN_MAX // 2:
+            while sq.t.size > self.nwin // 2:
                 sq = self._coarsen(sq)       # too long: a coarser grid is still sound
             self.powers.append(sq)
         return self.powers[k]
