@@ -64,6 +64,13 @@ _FAR_LOG_DELTA = -700.0       # upper bounds below this (δ < 1e-304): no refine
 _NWIN_FAR = 1 << 17           # and (Chernoff guess below it) shorter vectors: coarser grids
 
 
+# a refined pass whose bracket is still wider than this share of the last one ends the
+# refinement: the width no longer falls like ρ² (a grid cap, an error term or the
+# discretisation of a one-step bulk far narrower than the grid binds), and each finer pass
+# costs more
+_STALL = 0.75
+
+
 def _first_rho(tolerance: float) -> float:
     # the bracket width scales like ρ² (both discretisations are second order); the
     # constant is ~1–4 on DP-SGD cases
@@ -277,6 +284,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=()):
             continue
         per_dir[d] = best
         rho = _first_rho(tolerance)
+        prev = math.inf
         for _ in range(6):
             res = _compose_points(pair, steps_group, rho, plans, log_eta, evaluate,
                                   directions=[d], fixed=fixed)
@@ -288,8 +296,9 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=()):
                 break          # dominated by the other direction: its accuracy is moot
             comb = combined()
             width = max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in comb)
-            if width <= tolerance or rho <= _RHO_MIN:
-                break
+            if width <= tolerance or rho <= _RHO_MIN or width > _STALL * prev:
+                break          # (the last: refining no longer narrows it, see _STALL)
+            prev = width
             rho = _next_rho(rho, tolerance, width)
             if all(b[0] > 0 for b in comb):
                 plans = _plans_eps(pair, steps_group, log_delta, tolerance,
