@@ -373,9 +373,11 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         small = rel <= _REL_CAP
         rr = float(rel[small].max(initial=0.0)) * (1.0 + 1e-9)
         big = ta * np.where(small, 0.0, rel)
+        top, tot = float(big.max(initial=0.0)), float(big.sum()) * (1.0 + 1e-9)
+        if tot <= 64.0 * top:        # few: cheaper as r (ℓ1) than as v (ℓ∞, heuristic)
+            top, tot, below = 0.0, 0.0, below + tot
         base = _Dist(j_lo, 0, t, 0.0, e1, float((ta * rel).max()), 0.0, rr,
-                     float(big.max(initial=0.0)) * (1.0 + 1e-9),
-                     float(big.sum()) * (1.0 + 1e-9), below)
+                     top * (1.0 + 1e-9), tot, below)
         base = _truncate(base, plan.tau / max(1, t_max), pess)
         nz = np.nonzero(base.t)[0]
         base = replace(base, lo=base.lo + int(nz[0]), t=base.t[nz[0]:nz[-1] + 1], noise=0.0)
