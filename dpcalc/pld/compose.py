@@ -400,6 +400,7 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     best = [-math.inf, 0.0]
     parts = [-math.inf] * 3      # largest grid / error / +∞ terms of the pessimistic sides
     cuts: list[tuple[float, float, float]] = []   # (guess, +∞ term, rest) of such passes
+    redo_cut = False
 
     def evaluate(i, finals):
         up = lo = -math.inf
@@ -428,8 +429,11 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
         log_eta = _log_eta(est, tolerance, steps + _n_fixed(fixed))
         dirs = list(plans)
         if decide is None:
+            # a pass redone with a lower cut, not the last one, only sizes that cut: its
+            # pessimistic sides suffice (the lower bound of the earlier passes stands)
+            sides = (True,) if redo_cut and len(cuts) < _MAX_CUTS else (True, False)
             lo, up = _compose_points(pair, [steps], rho, plans, log_eta, evaluate,
-                                     directions=dirs, fixed=fixed)[0]
+                                     sides=sides, directions=dirs, fixed=fixed)[0]
         else:
             # a predicate: stop as soon as one side settles it (pessimistic sides of
             # all directions for True, the optimistic side of any direction for False)
@@ -452,9 +456,11 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
         cut_high = inf > rest + 1.0 and rest < est - 2.0
         if cut_high:
             cuts.append((est, inf, rest))
+        redo_cut = False
         if cut_high and (nxt is not None or lo == -math.inf) and len(cuts) <= _MAX_CUTS:
             nxt = rho      # mostly the +∞ mass: redo at this resolution with a lower cut
             est = _next_cut(cuts)
+            redo_cut = True
         elif cut_high:
             nxt = None     # still mostly the +∞ mass: a finer grid cannot lower it
         elif (best[0] > -math.inf and best[0] < est - 2.0 and nxt is not None
