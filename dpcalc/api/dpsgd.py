@@ -472,6 +472,9 @@ def _q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         x0 = math.log(seed)
         f0 = f(x0)
         x1 = x0 - 0.01 if f0 > 0 else min(x0 + 0.01, 0.0)
+        slope = _clt_q_slope(epsilon, log_delta) if "steps" in values else None
+        if slope is not None:  # a Newton step on the CLT's slope: one probe fewer
+            x1 = min(x0 - max(-1.0, min(1.0, f0 / slope)), 0.0)
         for _ in range(12):
             f1 = f(x1)
             if f1 == f0 or not math.isfinite(f1):
@@ -483,6 +486,18 @@ def _q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         return math.exp(x1), 1e-4
     except (ArithmeticError, ValueError):
         return None, 1e-4
+
+
+def _clt_q_slope(epsilon: float, log_delta: float) -> float | None:
+    """d log ε / d log q at fixed steps of the Gaussian-DP CLT estimate [DRS19] (q ∝ μ)."""
+    from dpcalc.relations import dpsgd as rel
+
+    hi = rel.clt_mu_guess(epsilon * 1.01, log_delta)
+    lo = rel.clt_mu_guess(epsilon / 1.01, log_delta)
+    if hi is None or lo is None or not 0 < lo < hi:
+        return None
+    slope = 2.0 * math.log(1.01) / (math.log(hi) - math.log(lo))
+    return slope if 0.05 < slope < 20 and math.isfinite(slope) else None
 
 
 def _clt_slope(q: float, steps: int, epsilon: float, log_delta: float) -> float | None:
