@@ -67,7 +67,8 @@ _NWIN_FAR = 1 << 17           # and (Chernoff guess below it) shorter vectors: c
 # a refined pass whose bracket is still wider than this share of the last one ends the
 # refinement: the width no longer falls like ρ² (a grid cap, an error term or the
 # discretisation of a one-step bulk far narrower than the grid binds), and each finer pass
-# costs more
+# costs more; so does an upper end that is mostly the ℓ1 error term (round-off and
+# truncation: a finer grid lowers only the grid term, and solvers read only the upper end)
 _STALL = 0.75
 
 
@@ -258,11 +259,16 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=()):
     per_dir: dict[str, list[list[float]]] = {}
     dirs = _directions(_pairs(pair, fixed))
 
+    stuck = [False] * n      # the upper end is mostly the ℓ1 error term (see _STALL)
+
     def evaluate(i, finals):
         up = lo = 0.0
         for (_, pess), fin in finals.items():
             e = fin.epsilon(log_delta)
             if pess:
+                if e >= up and 0.0 < e < math.inf:
+                    grid, err, _ = fin.log_delta_parts(e)
+                    stuck[i] = err >= grid
                 up = max(up, e)
             else:
                 lo = max(lo, e)
@@ -296,8 +302,9 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=()):
                 break          # dominated by the other direction: its accuracy is moot
             comb = combined()
             width = max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in comb)
-            if width <= tolerance or rho <= _RHO_MIN or width > _STALL * prev:
-                break          # (the last: refining no longer narrows it, see _STALL)
+            if (width <= tolerance or rho <= _RHO_MIN or width > _STALL * prev
+                    or all(stuck)):
+                break          # (the last two: refining cannot narrow it, see _STALL)
             prev = width
             rho = _next_rho(rho, tolerance, width)
             if all(b[0] > 0 for b in comb):
