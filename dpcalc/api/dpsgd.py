@@ -458,6 +458,8 @@ def _q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
     sigma = acc._evaluated_sigma(values["sigma"])
     seed = rel.clt_q_guess(sigma, epsilon, log_delta, steps=values.get("steps"),
                            epochs=values.get("epochs"))
+    if "steps" in values and log_delta < _CLT_LOG_DELTA_MIN:
+        seed = _rdp_q_seed(acc, sigma, values["steps"], epsilon, log_delta, seed)
     if seed is None or not low < seed < 1.0:
         return None, 1e-4
 
@@ -486,6 +488,28 @@ def _q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         return math.exp(x1), 1e-4
     except (ArithmeticError, ValueError):
         return None, 1e-4
+
+
+_CLT_LOG_DELTA_MIN = -50.0   # below: the CLT seed of a q solve is checked against RDP's answer
+
+
+def _rdp_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float, log_delta: float,
+                seed: float | None) -> float | None:
+    """Far in the tail the CLT seed can be off by many orders (the secant then moves one
+    e-fold per probe): the RDP accountant's answer q_rdp [MTZ19] (cheap per probe) is a
+    lower end for the PLD's, so a seed below it or far above it is replaced by 1.5·q_rdp
+    (heuristic: any seed is safe, ``holds`` decides)."""
+    if acc.name != "pld":
+        return seed
+    rdp = Accountant("rdp", acc.tolerance)
+    try:
+        q_rdp = largest_passing(lambda r: rdp.holds(r, sigma, steps, epsilon, log_delta),
+                                low=0.0, high=1.0, high_open=False, name="q", rtol=1e-3)
+    except (InfeasibleError, ArithmeticError, ValueError):
+        return seed
+    if seed is None or not q_rdp <= seed <= 30.0 * q_rdp:
+        return min(1.5 * q_rdp, 1.0)
+    return seed
 
 
 def _clt_q_slope(epsilon: float, log_delta: float) -> float | None:
