@@ -1,7 +1,7 @@
 """Whole-process CPU time of random dpsgd questions (issue 14): the slowest ten.
 
     .venv/bin/python benchmarks/bench_dpsgd_random.py [--n 300] [--seed 14] [--start 0]
-        [--count N] [--timeout 60] [--checkout DIR]
+        [--count N] [--timeout 60] [--checkout DIR] [--fixed]
 
 A fixed-seed sample over the documented ranges: q ∈ [1e-8, 1], σ ∈ [0.3, 1e4], steps ∈
 [1, 1e7], δ ∈ [1e-300, 0.1], ε ∈ [0.01, 50] (all log-uniform), the unknown one of ε, δ, σ, q,
@@ -10,6 +10,8 @@ steps, epochs.  Each question runs the installed ``dpcalc ... --value`` once; it
 ten.  ``--start``/``--count`` run a slice of the same sample (the whole run is long on a
 loaded machine).  Infeasible solves exit 1 (no solution) and count like any other answer.
 Goal (issue 14): the slowest ≤ 2 s CPU.  No test asserts a time; speed lives here.
+``--fixed`` runs the issue's named commands A–E instead (goal: each ≤ 1 s CPU, with the same
+or a tighter value than the issue's; the values are checked in tests/test_issue14_values.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,20 @@ import sys
 from pathlib import Path
 
 UNKNOWNS = ("epsilon", "delta", "sigma", "q", "steps", "epochs")
+
+# issue 14's named commands: (label, arguments, the issue's value)
+FIXED = [
+    ("A", "dpsgd --q 9.955e-05 --sigma 3.46 --steps 443 --epsilon 4.162 --value",
+     "δ ≤ 1.59e-433"),
+    ("B", "dpsgd --sigma 0.9268 --steps 30706 --epsilon 4.336 --delta 5.197e-9 --value",
+     "q = 0.00281"),
+    ("C", "dpsgd --q 0.00226 --sigma 6.47 --steps 6541 --epsilon 2.1 --tolerance 1e-4 "
+          "--value", "δ ≤ 2.28e-504"),
+    ("D", "dpsgd --q 2.37e-05 --sigma 26.31 --epsilon 0.789 --delta 0.00464 "
+          "--solve-for steps --value", "did not finish"),
+    ("E", "dpsgd --q 1e-8 --sigma 14.3 --epsilon 0.3314 --delta 0.003099 --value",
+     "did not finish (epochs)"),
+]
 
 
 def _logu(rng: random.Random, lo: float, hi: float) -> float:
@@ -79,9 +95,21 @@ def main() -> None:
     parser.add_argument("--count", type=int)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--checkout", help="run python -m dpcalc from this checkout")
+    parser.add_argument("--fixed", action="store_true", help="run issue 14's commands A–E")
     opts = parser.parse_args()
     exe = ([sys.executable, "-m", "dpcalc"] if opts.checkout
            else [str(Path(sys.executable).with_name("dpcalc"))])
+    if opts.fixed:
+        for label, line, before in FIXED:
+            before_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+            proc = subprocess.run([*exe, *line.split()], capture_output=True, text=True,
+                                  timeout=opts.timeout, cwd=opts.checkout)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = ((after.ru_utime - before_cpu.ru_utime)
+                   + (after.ru_stime - before_cpu.ru_stime))
+            print(f"{label} {cpu:6.2f} s  {proc.stdout.strip():>26}  (issue: {before})  "
+                  f"{line}", flush=True)
+        return
     qs = sample(opts.n, opts.seed)
     end = len(qs) if opts.count is None else min(len(qs), opts.start + opts.count)
     rows = []

@@ -53,9 +53,24 @@ def pld_call(fn, *args):
     return result
 
 
+# below this rate (far under the documented q ≥ 1e-8) the one-step loss's bulk, of width
+# ~q, is narrower than any affordable grid: the PLD bracket is wide and slow (a q solve
+# probes such rates when even RDP's answer is there), so the fallback answers
+PLD_Q_MIN = 1e-12
+
+
+def _check_rate(q):
+    from dpcalc.relations import pld
+
+    if q < PLD_Q_MIN:
+        raise pld.PLDUncertifiable(f"q = {q:.3g} is below {PLD_Q_MIN:g}, where the grid "
+                                   "cannot resolve the one-step loss")
+
+
 def _pld_epsilon(q, sigma, steps, log_delta, tolerance):
     from dpcalc.relations import pld
 
+    _check_rate(q)
     lower, upper = pld_call(pld.epsilon_bounds, q, sigma, steps, log_delta, tolerance)
     return upper, (lower, upper)
 
@@ -75,6 +90,7 @@ def _pld_epsilon_upper(q, sigma, steps, log_delta, tolerance, stop_above=math.in
 def _pld_log_delta(q, sigma, steps, epsilon, tolerance):
     from dpcalc.relations import pld
 
+    _check_rate(q)
     lower, upper = pld_call(pld.log_delta_bounds, q, sigma, steps, epsilon, tolerance)
     return upper, (lower, upper)
 

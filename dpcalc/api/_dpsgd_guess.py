@@ -1,5 +1,5 @@
-"""Starting points for dpsgd's solves: secant iterations on the accountant's cheap upper bound,
-seeded by the Gaussian-DP CLT [DRS19] or the RDP accountant's exact answer [MTZ19].
+"""Starting points for dpsgd's solves: secant iterations on the bound the accountant's predicate
+decides on, seeded by the Gaussian-DP CLT [DRS19] or the RDP accountant's answer [MTZ19].
 
 Any guess is safe: the solver (dpcalc.solve) checks it with the accountant's certified
 predicate and returns the passing side; a good guess only saves evaluations.
@@ -55,7 +55,7 @@ def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
 
 
 def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
-             low: float, stop: float) -> tuple[float | None, float]:
+            low: float, stop: float) -> tuple[float | None, float]:
     """Secant iteration on log q ↦ log ε_upper(q) towards the target, seeded by the
     Gaussian-DP CLT [DRS19]: (guess, its accuracy), or (None, 1e-4) without a seed. Any guess
     is safe: ``holds`` decides, and the solver returns the passing side."""
@@ -64,6 +64,8 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
     sigma = acc._evaluated_sigma(values["sigma"])
     seed = rel.clt_q_guess(sigma, epsilon, log_delta, steps=values.get("steps"),
                            epochs=values.get("epochs"))
+    if "steps" in values and log_delta < _CLT_LOG_DELTA_MIN:
+        seed = _rdp_q_seed(acc, sigma, values["steps"], epsilon, log_delta, seed)
     if seed is None or not low < seed < 1.0:
         return None, 1e-4
 
@@ -78,6 +80,9 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         x0 = math.log(seed)
         f0 = f(x0)
         x1 = x0 - 0.01 if f0 > 0 else min(x0 + 0.01, 0.0)
+        slope = _clt_q_slope(epsilon, log_delta) if "steps" in values else None
+        if slope is not None:  # a Newton step on the CLT's slope: one probe fewer
+            x1 = min(x0 - max(-1.0, min(1.0, f0 / slope)), 0.0)
         for _ in range(12):
             f1 = f(x1)
             if f1 == f0 or not math.isfinite(f1):
@@ -89,6 +94,42 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         return math.exp(x1), 1e-4
     except (ArithmeticError, ValueError):
         return None, 1e-4
+
+
+_CLT_LOG_DELTA_MIN = -50.0   # below: the CLT seed of a q solve is checked against RDP's answer
+
+
+def _rdp_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float, log_delta: float,
+                seed: float | None) -> float | None:
+    """Far in the tail the CLT seed can be off by many orders (the secant then moves one
+    e-fold per probe): the RDP accountant's answer q_rdp [MTZ19] (cheap per probe) is a
+    lower end for the PLD's, so a seed below it or far above it is replaced by 1.5·q_rdp
+    (heuristic: any seed is safe, ``holds`` decides)."""
+    if acc.name != "pld":
+        return seed
+    from dpcalc.params import Q
+
+    rdp = Accountant("rdp", acc.tolerance)
+    try:
+        q_rdp = solve_unknown(Q, lambda r: rdp.holds(r, sigma, steps, epsilon, log_delta),
+                              low=0.0, low_open=True, rtol=1e-3)
+    except (InfeasibleError, ArithmeticError, ValueError):
+        return seed
+    if seed is None or not q_rdp <= seed <= 30.0 * q_rdp:
+        return min(1.5 * q_rdp, 1.0)
+    return seed
+
+
+def _clt_q_slope(epsilon: float, log_delta: float) -> float | None:
+    """d log ε / d log q at fixed steps of the Gaussian-DP CLT estimate [DRS19] (q ∝ μ)."""
+    from dpcalc.relations import dpsgd as rel
+
+    hi = rel.clt_mu_guess(epsilon * 1.01, log_delta)
+    lo = rel.clt_mu_guess(epsilon / 1.01, log_delta)
+    if hi is None or lo is None or not 0 < lo < hi:
+        return None
+    slope = 2.0 * math.log(1.01) / (math.log(hi) - math.log(lo))
+    return slope if 0.05 < slope < 20 and math.isfinite(slope) else None
 
 
 def _clt_slope(q: float, steps: int, epsilon: float, log_delta: float) -> float | None:

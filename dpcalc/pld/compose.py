@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from dpcalc.pld._core import (
 )
 from dpcalc.pld.evaluate import _Final
 from dpcalc.pld.plan import _best_lambda, _grid_h, _make_sides, _pd, _Plan
-from dpcalc.pld.pmf import _NWIN_MAX, _Dist, _Engine
+from dpcalc.pld.pmf import _Dist, _Engine
 
 
 def _directions(pairs) -> list[str]:
@@ -60,6 +61,16 @@ def _eps_zero_beyond(pair, fixed, direction: str, steps: int) -> float:
 
 _SCOUT_LOG_DELTA = -300.0     # Chernoff guesses of log δ below this: a coarse pass first
 _SCOUT_RHO = 0.06
+_FAR_LOG_DELTA = -700.0       # upper bounds below this (δ < 1e-304): no refinement
+_NWIN_FAR = 1 << 17           # and (Chernoff guess below it) shorter vectors: coarser grids
+
+
+# a refined pass whose bracket is still wider than this share of the last one ends the
+# refinement: the width no longer falls like ρ² (a grid cap, an error term or the
+# discretisation of a one-step bulk far narrower than the grid binds), and each finer pass
+# costs more; so does an upper end that is mostly the ℓ1 error term (round-off and
+# truncation: a finer grid lowers only the grid term, and solvers read only the upper end)
+_STALL = 0.75
 
 
 def _first_rho(tolerance: float) -> float:
@@ -90,12 +101,12 @@ def _tau(tolerance: float, lgam: float, t_max: int, fixed=()) -> float:
 def _shift(d: _Dist, k: int) -> _Dist:
     """The same vector on the shared lattice: an item grid h_base·2^k at level s is the shared
     grid at level s + k."""
-    return d if k == 0 else _Dist(d.lo, d.s + k, d.t, d.logscale, d.e1, d.einf, d.noise)
+    return d if k == 0 else replace(d, s=d.s + k)
 
 
 def _product(eng: _Engine, a: _Dist, b: _Dist) -> _Dist:
     out = eng.multiply(a, b)
-    while out.t.size > _NWIN_MAX // 2:
+    while out.t.size > eng.nwin // 2:
         out = eng._coarsen(out)          # too long: a coarser grid is still sound
     return out
 
@@ -106,7 +117,7 @@ def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
     Returns (varying sides, its level shift k, combiner engines by side, fixed product by side,
     fixed totals (Σ n·off, Σ n·c, log Σ n·p∞) by side)."""
     items = list(fixed) + [(pair, t_max)]
-    hs = [_grid_h(p, _pd(p, d), plan.var[i], plan.lam, rho, log_eta)
+    hs = [_grid_h(p, _pd(p, d), plan.var[i], plan.lam, rho, log_eta, plan.nwin)
           for i, (p, _) in enumerate(items)]
     h_base = min(hs)
     made = []
@@ -123,7 +134,7 @@ def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
     combiners, prods, totals = {}, {}, {}
     for pess in sides:
         side0 = var_sides[pess]
-        eng = _Engine(None, h_base, plan.lam, pess, t_max, plan.tau)
+        eng = _Engine(None, h_base, plan.lam, pess, t_max, plan.tau, nwin=plan.nwin)
         prod = None
         off = c = 0.0
         lpi = []
@@ -311,11 +322,16 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
         return _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans,
                                 log_eta, dirs, stop_above)
 
+    stuck = [False] * n      # the upper end is mostly the ℓ1 error term (see _STALL)
+
     def evaluate(i, finals):
         up = lo = 0.0
         for (_, pess), fin in finals.items():
             e = fin.epsilon(log_delta)
             if pess:
+                if e >= up and 0.0 < e < math.inf:
+                    grid, err, _ = fin.log_delta_parts(e)
+                    stuck[i] = err >= grid
                 up = max(up, e)
             else:
                 lo = max(lo, e)
@@ -337,6 +353,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
             continue
         per_dir[d] = best
         rho = _first_rho(tolerance)
+        prev = math.inf
         for _ in range(6):
             res = _compose_points(pair, steps_group, rho, plans, log_eta, evaluate,
                                   directions=[d], fixed=fixed)
@@ -348,8 +365,10 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
                 break          # dominated by the other direction: its accuracy is moot
             comb = combined()
             width = max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in comb)
-            if width <= tolerance or rho <= _RHO_MIN:
-                break
+            if (width <= tolerance or rho <= _RHO_MIN or width > _STALL * prev
+                    or all(stuck)):
+                break          # (the last two: refining cannot narrow it, see _STALL)
+            prev = width
             rho = _next_rho(rho, tolerance, width)
             if all(b[0] > 0 for b in comb):
                 plans = _plans_eps(pair, steps_group, log_delta, tolerance,
@@ -430,6 +449,26 @@ def _chernoff_log_delta(pair, steps, epsilon, fixed=()) -> float:
     return v
 
 
+_MAX_CUTS = 2     # passes redone because the +∞ mass dominated (each lowers the cut)
+
+
+def _next_cut(cuts) -> float:
+    """The next guess of log δ (it sets the cut above which one-step mass goes to +∞) after
+    passes whose upper bound was mostly the +∞ mass (heuristic: any cut is sound).
+
+    Lowering the cut by Δ lowers the +∞ term by Δ but raises the rest (mass that now stays
+    on the grid and can reach ε: with a heavy one-step tail, much of δ).  The two balance
+    where the +∞ term (slope 1) meets the rest, extrapolated linearly through the last two
+    passes (slope −1, a bisection in log space, after one); never below the last rest."""
+    est, inf, rest = cuts[-1]
+    slope = -1.0
+    if len(cuts) >= 2:
+        e0, _, r0 = cuts[-2]
+        if e0 != est:
+            slope = min(0.0, max(-4.0, (rest - r0) / (est - e0)))
+    return max(rest, est + (rest - inf) / (1.0 - slope))
+
+
 def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, fixed=()):
     """Yields running (log lower, log upper) brackets on δ(ε), one per pass; the next
     resolution is next_rho(ρ, lower, upper) (None stops).
@@ -440,9 +479,13 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     The budgets (+∞ mass, truncation) are sized from a guess of δ.  Far below the Chernoff
     value's reliable range (δ < e^{_SCOUT_LOG_DELTA}: few steps, a heavy one-step tail) the
     first pass is a coarse scout (ρ ≥ _SCOUT_RHO) that only sizes them; a pass whose upper
-    bound is mostly the +∞ mass is redone at its resolution with the rest as the guess; and
-    with no lower bound, an upper bound that is mostly the ℓ1 error term (round-off and
-    truncation, which a finer grid does not lower) ends the refinement."""
+    bound is mostly the +∞ mass is redone at its resolution with a lower cut for that mass
+    (_next_cut: at most _MAX_CUTS times); with no lower bound, an upper bound that is
+    mostly the ℓ1 error term (round-off and truncation, which a finer grid does not lower)
+    ends the refinement; and so does an upper bound below e^{_FAR_LOG_DELTA} (δ outside the
+    double range: a finer grid there costs seconds for digits of a logarithm), where a
+    Chernoff guess below it also caps the vectors at _NWIN_FAR entries (coarser grids, as
+    sound, a looser bound: a heavy one-step tail can need millions of points at λh ≤ 2ρ)."""
     if not _delta_directions(pair, steps, epsilon, fixed):
         yield -math.inf, -math.inf        # every loss is bounded below ε: δ(ε) = 0 exactly
         return
@@ -451,6 +494,8 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     est = ch - 8.0 - 0.05 * abs(ch)
     best = [-math.inf, 0.0]
     parts = [-math.inf] * 3      # largest grid / error / +∞ terms of the pessimistic sides
+    cuts: list[tuple[float, float, float]] = []   # (guess, +∞ term, rest) of such passes
+    redo_cut = False
 
     def evaluate(i, finals):
         up = lo = -math.inf
@@ -474,11 +519,16 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     while rho is not None:
         parts[:] = [-math.inf] * 3
         plans = _plans_delta(pair, steps, epsilon, tolerance, est, fixed)
+        if ch < _FAR_LOG_DELTA:
+            plans = {d: replace(p, nwin=_NWIN_FAR) for d, p in plans.items()}
         log_eta = _log_eta(est, tolerance, steps + _n_fixed(fixed))
         dirs = list(plans)
         if decide is None:
+            # a pass redone with a lower cut, not the last one, only sizes that cut: its
+            # pessimistic sides suffice (the lower bound of the earlier passes stands)
+            sides = (True,) if redo_cut and len(cuts) < _MAX_CUTS else (True, False)
             lo, up = _compose_points(pair, [steps], rho, plans, log_eta, evaluate,
-                                     directions=dirs, fixed=fixed)[0]
+                                     sides=sides, directions=dirs, fixed=fixed)[0]
         else:
             # a predicate: stop as soon as one side settles it (pessimistic sides of
             # all directions for True, the optimistic side of any direction for False)
@@ -498,17 +548,28 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
         nxt = next_rho(rho, best[0], best[1])
         grid, err, inf = parts
         rest = float(np.logaddexp(grid, err))
-        if best[0] > -math.inf and best[0] < est - 2.0 and nxt is not None:
+        cut_high = inf > rest + 1.0 and rest < est - 2.0
+        if cut_high:
+            cuts.append((est, inf, rest))
+        redo_cut = False
+        if cut_high and (nxt is not None or lo == -math.inf) and len(cuts) <= _MAX_CUTS:
+            nxt = rho      # mostly the +∞ mass: redo at this resolution with a lower cut
+            est = _next_cut(cuts)
+            redo_cut = True
+        elif cut_high:
+            nxt = None     # still mostly the +∞ mass: a finer grid cannot lower it
+        elif (best[0] > -math.inf and best[0] < est - 2.0 and nxt is not None
+              and max(err, inf) > grid - 2.0):
             nxt = rho      # the budgets were sized for a larger δ: redo at this resolution
-        elif lo == -math.inf and inf > rest + 1.0 and rest < est - 2.0:
-            nxt = rho      # likewise, seen from the upper bound (mostly the +∞ mass)
-            est = rest
+            est = best[0]
         elif lo == -math.inf and up > -math.inf and err >= grid:
             nxt = None     # a finer grid lowers only the grid term: it cannot help
         elif scout and nxt is not None:
             nxt = min(nxt, rho_plan)     # budgets sized: resume the planned resolution
+        if nxt is not None and nxt < rho and best[1] < _FAR_LOG_DELTA:
+            nxt = None     # δ beyond the double range: no finer grid (see the docstring)
         if nxt is not None and nxt < rho:
             scout = False
-        if best[0] > -math.inf:
-            est = best[0]
+        if best[0] > -math.inf and not cut_high:
+            est = max(est, best[0]) if cuts else best[0]
         rho = nxt

@@ -10,7 +10,7 @@ carry < _TIER_LEVELS[k].  One-step PLDs: connect-the-dots [DGKKM22, Alg. 1] and 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -276,6 +276,9 @@ def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float
     raise PLDUncertifiable("cannot place the one-step grid")
 
 
+_REL_CAP = 1e-9      # one-step relative errors up to this are kept relative (ρ of _Dist)
+
+
 @dataclass
 class _Side:
     engine: _Engine
@@ -295,10 +298,11 @@ class _Plan:
     lam_range: tuple[float, float]
     tau: float
     log_eta_top: float | None = None   # one-step P-mass above this goes to +∞ (heuristics)
+    nwin: int = _NWIN_MAX              # cap on the composed vectors' length (coarser: sound)
 
 
 def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: float,
-            log_eta: float) -> float:
+            log_eta: float, nwin: int = _NWIN_MAX) -> float:
     """The one-step grid spacing asked for at resolution ρ (before the caps of _level0)."""
     lo, hi = pair.support(direction, log_eta)
     std = math.sqrt(var) if var > 0 else (hi - lo) / 100.0
@@ -306,7 +310,7 @@ def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: f
     # every grid keeps λ·h ≤ _LAMH·ρ (a coarser grid would move mass by more than 1/λ,
     # i.e. change its tilted weight by a factor e^{λh}; the errors are ∝ (λh)²)
     scale = min(std, 1.0 / lam) if lam > 0 else std
-    return max(rho * scale, (hi - lo) / (_NWIN_MAX - 8))
+    return max(rho * scale, (hi - lo) / (nwin - 8))
 
 
 def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
@@ -320,7 +324,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
     lo, hi = pair.support(direction, log_eta)
     lam = plan.lam
     h = h_fixed if h_fixed is not None else _grid_h(pair, direction, plan.var[item], lam,
-                                                     rho, log_eta)
+                                                     rho, log_eta, plan.nwin)
     edge_lo, edge_hi = pair.loss_bounds(direction)
     if h_fixed is None and math.isfinite(edge_lo) and math.isfinite(edge_hi) \
             and edge_hi > edge_lo:
@@ -359,15 +363,24 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         t = np.zeros(n)
         t[jpos - j_lo] = ta
         e1 = float((ta * rel).sum())
+        below = 0.0
         if pess and drop:
             # the dropped mass below ℓ_0 is paid for as tilted ℓ1 error
             lb = _log_tilted_below(pair, direction, float(ell[0]), lam, lo) - c
-            e1 += math.exp(min(lb, 700.0))
-        base = _Dist(j_lo, 0, t, 0.0, e1, float((ta * rel).max()))
+            below = math.exp(min(lb, 700.0))
+            e1 += below
+        # the same errors, located (see _Dist): small relative errors as ρ, the others as v
+        small = rel <= _REL_CAP
+        rr = float(rel[small].max(initial=0.0)) * (1.0 + 1e-9)
+        big = ta * np.where(small, 0.0, rel)
+        top, tot = float(big.max(initial=0.0)), float(big.sum()) * (1.0 + 1e-9)
+        if tot <= 64.0 * top:        # few: cheaper as r (ℓ1) than as v (ℓ∞, heuristic)
+            top, tot, below = 0.0, 0.0, below + tot
+        base = _Dist(j_lo, 0, t, 0.0, e1, float((ta * rel).max()), 0.0, rr,
+                     top * (1.0 + 1e-9), tot, below)
         base = _truncate(base, plan.tau / max(1, t_max), pess)
         nz = np.nonzero(base.t)[0]
-        base = _Dist(base.lo + int(nz[0]), 0, base.t[nz[0]:nz[-1] + 1], base.logscale,
-                     base.e1, base.einf)
-        out[pess] = _Side(_Engine(base, h, lam, pess, t_max, plan.tau, s_max), c, lpi, h,
-                          lam, off)
+        base = replace(base, lo=base.lo + int(nz[0]), t=base.t[nz[0]:nz[-1] + 1], noise=0.0)
+        out[pess] = _Side(_Engine(base, h, lam, pess, t_max, plan.tau, s_max, plan.nwin),
+                          c, lpi, h, lam, off)
     return out
