@@ -19,16 +19,19 @@ conversion.
 The moments use the binomial identity Σ_k C(n,k)(1−q)^{n−k}q^k = 1 to drop the constant, so
 that every term is positive: A − 1 = Σ_{k≥2} C(n,k)(1−q)^{n−k} q^k (e^{(k²−k)/(2σ²)} − 1).
 They are summed in floats with a proven relative error bound r (``_log_moments_float``), and
-each α is returned multiplied by 1 + r (plus the final roundings), an upper bound. Where the
-float path cannot certify r ≤ 2.5e-13 (q = 1, terms below the normal double range, σ outside
-about [1e-150, 1e145]), the sum is computed exactly in mpmath (50 digits) and rounded up. The
-log-moments are cached per (q, σ), and ε and δ are formed from them in floats with directed
-rounding.
+each α is returned enlarged by its allowance, an upper bound within 2.5e-13 of the exact
+value. These certified floats (cached per (q, σ)) choose the λ that can attain the minimum;
+ε or δ is then computed there to ~50 digits (Decimal, each operation correctly rounded),
+enlarged by 1e-40 and rounded up to a double: the exact minimum rounded up. Where the float
+path cannot certify (q = 1, terms below the normal double range, σ outside about
+[1e-150, 1e145], cancellation between k·log q and (k²−k)/(2σ²) beyond the allowance), every
+moment is computed exactly in mpmath (50 digits) instead.
 """
 
 from __future__ import annotations
 
 import math
+from decimal import Context, Decimal
 from functools import lru_cache
 
 from dpcalc.numeric.directed import MACHINE_EPSILON as _EPS
@@ -37,6 +40,7 @@ from dpcalc.numeric.directed import up as _up
 __all__ = ["moments_epsilon", "moments_log_delta", "log_moments"]
 
 _DPS = 50
+_REL_PAD = "1e-40"  # far above the 50-digit working error, far below a double's resolution
 #: the largest relative error the float path may carry (else mpmath decides): far below the
 #: digits dpcalc reports, and within 1e-12 of the exact moments (tested)
 _FLOAT_REL = 2.5e-13
@@ -197,13 +201,93 @@ def _log_moments_float(q: float, sigma: float, max_lambda: int) -> tuple[float, 
     return tuple(out)
 
 
+#: working precision of the exact evaluation at the chosen λ (Decimal: every operation
+#: correctly rounded, so ~100 operations on positive terms err far below ``_REL_PAD``)
+_CTX = Context(prec=60, Emin=-999999999, Emax=999999999)
+_REL_PAD_D = Decimal("1e-40")
+
+
+def _expm1_exact(x: Decimal) -> Decimal:
+    """e^x − 1 for x ≥ 0 to ~60 digits (the series below 1e-3, where e^x − 1 would cancel)."""
+    if x >= Decimal("1e-3"):
+        return _CTX.subtract(_CTX.exp(x), 1)
+    total, term, j = Decimal(0), x, 1
+    while term > x * Decimal("1e-66"):
+        total = _CTX.add(total, term)
+        j += 1
+        term = _CTX.divide(_CTX.multiply(term, x), j)
+    return total
+
+
+def _log1p_exact(y: Decimal) -> Decimal:
+    """log(1 + y) for y ≥ 0 to ~60 digits (the alternating series below 1e-10)."""
+    if y >= Decimal("1e-10"):
+        return _CTX.ln(_CTX.add(1, y))
+    total, power, j = Decimal(0), y, 1
+    while power > y * Decimal("1e-66"):
+        total = _CTX.add(total, _CTX.divide(power, j) if j % 2 else -_CTX.divide(power, j))
+        j += 1
+        power = _CTX.multiply(power, y)
+    return total
+
+
+@lru_cache(maxsize=64)
+def _exact_weights(q: float, sigma: float, nmax: int) -> tuple[tuple[Decimal, ...], ...]:
+    """(q^k, (1 − q)^k, e^{(k²−k)/(2σ²)} − 1) for k = 0..nmax, to ~60 digits."""
+    dq, ds = Decimal(q), Decimal(sigma)
+    inv = _CTX.divide(1, _CTX.multiply(2, _CTX.multiply(ds, ds)))
+    one_minus = _CTX.subtract(1, dq)
+    pq = tuple(_CTX.power(dq, k) for k in range(nmax + 1))
+    p1q = tuple(_CTX.power(one_minus, k) for k in range(nmax + 1))
+    w = tuple(_expm1_exact(_CTX.multiply(k * k - k, inv)) for k in range(nmax + 1))
+    return pq, p1q, w
+
+
+def _log_moment_exact(q: float, sigma: float, lam: int) -> Decimal:
+    """α(λ) = log A_{λ+1} to ~50 digits [ACGMMTZ16, Sec 3.2], for 0 < q < 1: the positive
+    binomial sum A − 1 = Σ_{k≥2} C(n,k)(1−q)^{n−k} q^k (e^{(k²−k)/(2σ²)} − 1), n = λ + 1."""
+    n = lam + 1
+    pq, p1q, w = _exact_weights(q, sigma, n)
+    am1 = Decimal(0)
+    for k in range(2, n + 1):
+        term = _CTX.multiply(_CTX.multiply(math.comb(n, k), p1q[n - k]),
+                             _CTX.multiply(pq[k], w[k]))
+        am1 = _CTX.add(am1, term)
+    return _log1p_exact(am1)
+
+
+def _decimal_up(x: Decimal) -> float:
+    """The smallest double >= x (float(Decimal) rounds to nearest)."""
+    f = float(x)
+    if math.isfinite(f) and Decimal(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def _exact_candidates(values: list[float]) -> list[int] | None:
+    """The λ (1-based) whose float value, an upper bound within ``_FLOAT_REL`` (+ roundings) of
+    its exact value, may hide the exact minimum: the float minimum and every λ within
+    2·``_FLOAT_REL`` of it. None when the values are not all finite and positive."""
+    best = min(values)
+    if not (0 < best and math.isfinite(best)):
+        return None
+    cut = best * (1.0 + 2.0 * _FLOAT_REL + 1e-15)
+    return [lam for lam, v in enumerate(values, start=1) if v <= cut]
+
+
+@lru_cache(maxsize=256)
+def _float_moments(q: float, sigma: float, max_lambda: int) -> tuple[float, ...] | None:
+    """``_log_moments_float``, cached per (q, σ)."""
+    return _log_moments_float(q, sigma, max_lambda)
+
+
 @lru_cache(maxsize=256)
 def _log_moments(q: float, sigma: float, max_lambda: int) -> tuple[float, ...]:
     """Upper bounds on α(λ), λ = 1..max_lambda, as doubles: the float path when it certifies
     its error, else the exact mpmath sum rounded up (cached per (q, σ))."""
     if q == 0 or sigma == math.inf:
         return (0.0,) * max_lambda
-    got = _log_moments_float(q, sigma, max_lambda)
+    got = _float_moments(q, sigma, max_lambda)
     if got is not None:
         return got
     return tuple(_to_float_up(v) for v in _log_moments_mp(q, sigma, max_lambda))
@@ -220,10 +304,11 @@ def moments_epsilon(q: float, noise_multiplier: float, steps, log_delta: float,
                     max_lambda: int = 32) -> tuple[float, int]:
     """Upper bound on ε of T steps of DP-SGD by the moments accountant, and the best λ.
 
-    References: [ACGMMTZ16, Thm 2]: ε = min_{λ ≤ max_lambda} (T·α(λ) + log(1/δ)) / λ. Any λ
-    gives a valid bound, so the minimum needs no rounding care. At the chosen λ the value is
-    formed from upper bounds on α(λ) with three roundings of non-negative numbers (≤ u
-    relative each), so it is multiplied by 1 + 2 eps and moved one ulp up. ε is clamped at 0.
+    References: [ACGMMTZ16, Thm 2]: ε = min_{λ ≤ max_lambda} (T·α(λ) + log(1/δ)) / λ. The
+    certified float moments pick the λ that can attain the minimum (``_exact_candidates``);
+    the value there is computed to ~50 digits (Decimal, every operation correctly rounded),
+    enlarged by 1e-40 relative and absolute and rounded up to a double, the exact minimum
+    rounded up. Without certified float moments, mpmath computes every λ. ε is clamped at 0.
 
     Args:
         q: Poisson sampling rate in [0, 1]. noise_multiplier: σ/Δ > 0. steps: T ≥ 0.
@@ -241,12 +326,36 @@ def moments_epsilon(q: float, noise_multiplier: float, steps, log_delta: float,
         return 0.0, 1  # δ ≥ 1: trivially (0, δ)-DP
     if ld == -math.inf:
         return math.inf, 1
-    best, best_lam = math.inf, 1
-    for lam, a in enumerate(_log_moments(qq, sigma, lam_max), start=1):
-        e = ((t * a if t else 0.0) - ld) / lam  # [ACGMMTZ16, Thm 2]
-        if e < best:
-            best, best_lam = e, lam
-    eps = _up(best * (1.0 + 2.0 * _EPS)) if best < math.inf else math.inf
+    alphas = _float_moments(qq, sigma, lam_max)
+    if alphas is not None:
+        lams = _exact_candidates([(t * a - ld) / lam for lam, a in enumerate(alphas, start=1)])
+        if lams is not None:
+            dt, dld = Decimal(t), Decimal(ld)
+            best, best_lam = None, 1
+            for lam in lams:
+                e = _CTX.divide(_CTX.subtract(_CTX.multiply(dt, _log_moment_exact(qq, sigma, lam)),
+                                              dld), lam)  # [ACGMMTZ16, Thm 2]
+                if best is None or e < best:
+                    best, best_lam = e, lam
+            best = _CTX.add(_CTX.multiply(best, 1 + _REL_PAD_D), _REL_PAD_D)
+            return max(_decimal_up(best), 0.0), best_lam
+    return _moments_epsilon_mp(qq, sigma, t, ld, lam_max)
+
+
+def _moments_epsilon_mp(qq: float, sigma: float, t: float, ld: float,
+                        lam_max: int) -> tuple[float, int]:
+    """``moments_epsilon`` with every λ in mpmath (where the float moments do not certify)."""
+    import mpmath as mp
+
+    moments = _log_moments_mp(qq, sigma, lam_max)
+    with mp.workdps(_DPS):
+        best, best_lam = None, 1
+        for lam, a in enumerate(moments, start=1):
+            e = (mp.mpf(t) * a - mp.mpf(ld)) / lam  # [ACGMMTZ16, Thm 2]
+            if best is None or e < best:
+                best, best_lam = e, lam
+        best = best * (1 + mp.mpf(_REL_PAD)) + mp.mpf(_REL_PAD)
+        eps = _to_float_up(best)
     return max(eps, 0.0), best_lam
 
 
@@ -255,8 +364,9 @@ def moments_log_delta(q: float, noise_multiplier: float, steps, epsilon: float,
     """Upper bound on log δ of T steps of DP-SGD at a given ε by the moments accountant.
 
     References: [ACGMMTZ16, Thm 2]: log δ = min_{λ ≤ max_lambda} (T·α(λ) − λε), clamped at
-    log δ ≤ 0. At the chosen λ, T·α and λε round by ≤ u of themselves and the difference by
-    ≤ u of itself: eps·(T·α + λε + |value|) and one ulp cover them.
+    log δ ≤ 0; the minimising λ chosen as in ``moments_epsilon`` (a float value v of
+    T·α − λε errs by at most (2·``_FLOAT_REL`` + 4 eps)(T·α + λε)), the value computed to
+    ~50 digits and rounded up.
 
     Returns:
         (log_delta, best_lambda).
@@ -267,12 +377,33 @@ def moments_log_delta(q: float, noise_multiplier: float, steps, epsilon: float,
         raise ValueError(f"epsilon must be >= 0, got epsilon={epsilon}")
     if eps == math.inf:
         return -math.inf, lam_max
-    best, best_lam, best_parts = math.inf, 1, (0.0, 0.0)
-    for lam, a in enumerate(_log_moments(qq, sigma, lam_max), start=1):
-        ta, le = (t * a if t else 0.0), lam * eps
-        v = ta - le  # [ACGMMTZ16, Thm 2]
-        if v < best:
-            best, best_lam, best_parts = v, lam, (ta, le)
-    if best < math.inf:
-        best = _up(best + _EPS * (best_parts[0] + best_parts[1] + abs(best)))
-    return min(best, 0.0), best_lam
+    alphas = _float_moments(qq, sigma, lam_max)
+    if alphas is not None:
+        rel = 2.0 * _FLOAT_REL + 4.0 * _EPS
+        vals = [(t * a - lam * eps, rel * (t * a + lam * eps) + 1e-300)
+                for lam, a in enumerate(alphas, start=1)]
+        if all(math.isfinite(v) and math.isfinite(e) for v, e in vals):
+            top = min(v + e for v, e in vals)
+            dt, de = Decimal(t), Decimal(eps)
+            best, best_lam = None, 1
+            for lam, (v, e) in enumerate(vals, start=1):
+                if v - e > top:
+                    continue  # its exact value is above the smallest upper value
+                x = _CTX.subtract(_CTX.multiply(dt, _log_moment_exact(qq, sigma, lam)),
+                                  _CTX.multiply(lam, de))  # [ACGMMTZ16, Thm 2]
+                if best is None or x < best:
+                    best, best_lam = x, lam
+            best = _CTX.add(_CTX.add(best, _CTX.multiply(abs(best), _REL_PAD_D)), _REL_PAD_D)
+            return min(_decimal_up(best), 0.0), best_lam
+    import mpmath as mp
+
+    moments = _log_moments_mp(qq, sigma, lam_max)
+    with mp.workdps(_DPS):
+        best, best_lam = None, 1
+        for lam, a in enumerate(moments, start=1):
+            v = mp.mpf(t) * a - lam * mp.mpf(eps)  # [ACGMMTZ16, Thm 2]
+            if best is None or v < best:
+                best, best_lam = v, lam
+        best = best + abs(best) * mp.mpf(_REL_PAD) + mp.mpf(_REL_PAD)
+        ld = _to_float_up(best)
+    return min(ld, 0.0), best_lam
