@@ -75,6 +75,7 @@ def _orders():
 _HEAD_MAX = 64.0
 
 
+@lru_cache(maxsize=1)
 def _split_orders() -> tuple[tuple[float, ...], tuple[float, ...]]:
     from dpcalc.relations import rdp
 
