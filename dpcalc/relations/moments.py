@@ -144,7 +144,7 @@ def _log_moments_float(q: float, sigma: float, max_lambda: int) -> tuple[float, 
     nmax = max_lambda + 1
     l1, lq = math.log1p(-q), math.log(q)
     inv = 0.5 / sigma / sigma
-    le, le_err, xs = [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]
+    le, le_err = [0.0, 0.0], [0.0, 0.0]
     for k in range(2, nmax + 1):
         x = (k * k - k) * inv  # [ACGMMTZ16, Sec 3.2] (k² − k)/(2σ²)
         if not 1e-290 < x < 1e300:
@@ -152,7 +152,6 @@ def _log_moments_float(q: float, sigma: float, max_lambda: int) -> tuple[float, 
         v = math.log(math.expm1(x)) if x <= 30.0 else x + math.log1p(-math.exp(-x))
         le.append(v)
         le_err.append(_EPS * (1.51 * (x + 1.0) + 2.01 + 2.0 * abs(v)))
-        xs.append(x)
     out = []
     for lam in range(1, max_lambda + 1):
         n = lam + 1
