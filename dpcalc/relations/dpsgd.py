@@ -29,38 +29,45 @@ REFERENCE = DPSGD.references
 def rdp_epsilon(q: float, sigma: float, steps: int, log_delta: float) -> tuple[float, float]:
     """Upper bound on ε by the RDP accountant; returns (ε, best order). References: MTZ19.
 
-    The orders above ``_HEAD_MAX`` are summed only when ``_tail_needed`` cannot rule them out:
-    the same ε and order as over every default order, without the costly long binomial sums.
+    The orders above ``_HEAD_MAX`` are summed only when ``_tail_needed`` cannot rule them out,
+    and then apart (each order's value does not depend on the others; the first of equal
+    values wins, as over the whole grid): the same ε and order as over every default order,
+    without the costly long binomial sums where they cannot matter.
     """
     from dpcalc.relations import rdp
 
+    if not _prunable(q, sigma, log_delta):
+        orders = _orders()
+        total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
+        eps, best, _ = rdp.epsilon_from_rdp(orders, total, log_delta, "improved")
+        return eps, best
     head, tail = _split_orders()
-    if _prunable(q, sigma, log_delta):
-        total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(head, q, sigma), steps)
-        eps, best, _ = rdp.epsilon_from_rdp(head, total, log_delta, "improved")
-        if math.isfinite(eps) and not _tail_needed(q, sigma, steps, tail, eps_head=eps,
-                                                   log_delta=log_delta):
-            return eps, best
-    orders = _orders()
-    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
-    eps, best, _ = rdp.epsilon_from_rdp(orders, total, log_delta, "improved")
-    return eps, best
+    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(head, q, sigma), steps)
+    eps, best, _ = rdp.epsilon_from_rdp(head, total, log_delta, "improved")
+    if math.isfinite(eps) and not _tail_needed(q, sigma, steps, tail, eps_head=eps,
+                                               log_delta=log_delta):
+        return eps, best
+    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(tail, q, sigma), steps)
+    eps_tail, best_tail, _ = rdp.epsilon_from_rdp(tail, total, log_delta, "improved")
+    return (eps_tail, best_tail) if eps_tail < eps else (eps, best)
 
 
 def rdp_log_delta(q: float, sigma: float, steps: int, epsilon: float) -> float:
-    """Upper bound on log δ by the RDP accountant (orders pruned as in ``rdp_epsilon``).
-    References: MTZ19, CKS20."""
+    """Upper bound on log δ by the RDP accountant (orders pruned as in ``rdp_epsilon``; the
+    value is the smallest over the orders, each clamped at 0). References: MTZ19, CKS20."""
     from dpcalc.relations import rdp
 
+    if not (_prunable(q, sigma, -1.0) and math.isfinite(epsilon)):
+        orders = _orders()
+        total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
+        return rdp.log_delta_from_rdp(orders, total, epsilon, "improved")[0]
     head, tail = _split_orders()
-    if _prunable(q, sigma, -1.0) and math.isfinite(epsilon):
-        total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(head, q, sigma), steps)
-        ld = rdp.log_delta_from_rdp(head, total, epsilon, "improved")[0]
-        if not _tail_needed(q, sigma, steps, tail, ld_head=ld, epsilon=epsilon):
-            return ld
-    orders = _orders()
-    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
-    return rdp.log_delta_from_rdp(orders, total, epsilon, "improved")[0]
+    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(head, q, sigma), steps)
+    ld = rdp.log_delta_from_rdp(head, total, epsilon, "improved")[0]
+    if not _tail_needed(q, sigma, steps, tail, ld_head=ld, epsilon=epsilon):
+        return ld
+    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(tail, q, sigma), steps)
+    return min(ld, rdp.log_delta_from_rdp(tail, total, epsilon, "improved")[0])
 
 
 def _orders():
