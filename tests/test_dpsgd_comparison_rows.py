@@ -12,7 +12,7 @@ import pytest
 
 from dpcalc.numeric import optimize
 from dpcalc.relations import dpsgd as rel
-from dpcalc.relations import rdp
+from dpcalc.relations import rdp, rdp_pruned
 
 LOG_1E5 = math.log(1e-5)
 
@@ -42,28 +42,51 @@ def test_rdp_with_pruned_orders_is_the_full_grid_answer(q):
                 _full_rdp_log_delta(q, sigma, steps, epsilon)
 
 
-def test_rdp_head_orders_decide_the_headline_cases():
+def test_rdp_groups_are_evaluated_as_on_the_whole_grid():
+    # each group's values are the whole grid's at those orders (they are evaluated apart)
+    index = {a: i for i, a in enumerate(rdp.DEFAULT_ORDERS)}
+    ints, frac, tail = rdp_pruned.groups()
+    assert sorted(ints + frac + tail) == sorted(rdp.DEFAULT_ORDERS)
+    for q, sigma in [(0.01, 4.0), (256 / 60000, 1.1), (0.3, 0.7), (1e-4, 20.0)]:
+        whole = rdp.rdp_subsampled_gaussian(rel._orders(), q, sigma)
+        for group in (ints, frac, tail):
+            part = rdp.rdp_subsampled_gaussian(group, q, sigma)
+            assert np.array_equal(part, whole[[index[a] for a in group]])
+
+
+def test_rdp_long_orders_are_skipped_in_the_headline_cases(monkeypatch):
     # the shortcut is taken where it matters (the σ solves of the headline examples)
-    head, tail = rel._split_orders()
-    for q, sigma, steps in [(0.01, 4.1258, 10000), (256 / 60000, 1.014, 14063)]:
-        total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(head, q, sigma), steps)
-        eps = rdp.epsilon_from_rdp(head, total, LOG_1E5)[0]
-        assert not rel._tail_needed(q, sigma, steps, tail, eps_head=eps, log_delta=LOG_1E5)
+    asked = []
+    real = rdp.rdp_subsampled_gaussian
+
+    def spy(orders, q, sigma):
+        asked.append(tuple(orders))
+        return real(orders, q, sigma)
+
+    monkeypatch.setattr(rdp, "rdp_subsampled_gaussian", spy)
+    ints, frac, tail = rdp_pruned.groups()
+    rel.rdp_epsilon(0.01, 4.1258, 10000, LOG_1E5)
+    assert asked == [ints]
+    asked.clear()
+    rel.rdp_epsilon(256 / 60000, 1.014, 14063, LOG_1E5)
+    assert tail not in asked
 
 
 @pytest.mark.parametrize("q,sigma", [(0.01, 4.0), (256 / 60000, 1.1), (0.3, 0.7), (1e-4, 20.0)])
 def test_rdp_floors_are_below_the_exact_rdp(q, sigma):
-    _, tail = rel._split_orders()
-    floors = rel._rdp_floors(q, sigma, tail)
-    upper = rdp.rdp_subsampled_gaussian(np.array(tail), q, sigma)
-    for alpha, floor, up in zip(tail[:8], floors, upper, strict=False):
-        n = int(alpha)
-        with mp.workdps(40):
-            mq, ms = mp.mpf(q), mp.mpf(sigma)
-            am1 = mp.fsum(mp.binomial(n, k) * mq**k * (1 - mq) ** (n - k)
-                          * mp.expm1(mp.mpf(k * k - k) / (2 * ms * ms)) for k in range(2, n + 1))
-            exact = mp.log1p(am1) / (n - 1)  # [MTZ19, Sec 3.2]
-        assert 0 <= floor <= exact <= up
+    ints, frac, tail = rdp_pruned.groups()
+    for group in (frac, tail):
+        floors = rdp_pruned._floors(q, sigma, group)
+        upper = rdp.rdp_subsampled_gaussian(group, q, sigma)
+        for alpha, floor, up in list(zip(group, floors, upper, strict=True))[::9]:
+            n = math.floor(alpha)  # RDP(α) ≥ RDP(⌊α⌋): the exact sum at ⌊α⌋
+            with mp.workdps(40):
+                mq, ms = mp.mpf(q), mp.mpf(sigma)
+                am1 = mp.fsum(mp.binomial(n, k) * mq**k * (1 - mq) ** (n - k)
+                              * mp.expm1(mp.mpf(k * k - k) / (2 * ms * ms))
+                              for k in range(2, n + 1))
+                exact = mp.log1p(am1) / (n - 1) if n >= 2 else mp.mpf(0)  # [MTZ19, Sec 3.2]
+            assert 0 <= floor <= exact <= up
 
 
 def _full_grid(objective, lo, hi, points, iterations=40, lower=None):

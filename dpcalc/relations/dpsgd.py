@@ -18,7 +18,6 @@ All functions return upper bounds on ε (or log δ) unless they say otherwise.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 from dpcalc.methods import DPSGD  # noqa: E402 - the registry: names, references, help
 
@@ -29,45 +28,28 @@ REFERENCE = DPSGD.references
 def rdp_epsilon(q: float, sigma: float, steps: int, log_delta: float) -> tuple[float, float]:
     """Upper bound on ε by the RDP accountant; returns (ε, best order). References: MTZ19.
 
-    The orders above ``_HEAD_MAX`` are summed only when ``_tail_needed`` cannot rule them out,
-    and then apart (each order's value does not depend on the others; the first of equal
-    values wins, as over the whole grid): the same ε and order as over every default order,
-    without the costly long binomial sums where they cannot matter.
-    """
-    from dpcalc.relations import rdp
+    Over every default order; ``rdp_pruned`` skips the orders that cannot decide (the same
+    ε and order)."""
+    from dpcalc.relations import rdp, rdp_pruned
 
-    if not _prunable(q, sigma, log_delta):
-        orders = _orders()
-        total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
-        eps, best, _ = rdp.epsilon_from_rdp(orders, total, log_delta, "improved")
-        return eps, best
-    head, tail = _split_orders()
-    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(head, q, sigma), steps)
-    eps, best, _ = rdp.epsilon_from_rdp(head, total, log_delta, "improved")
-    if math.isfinite(eps) and not _tail_needed(q, sigma, steps, tail, eps_head=eps,
-                                               log_delta=log_delta):
-        return eps, best
-    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(tail, q, sigma), steps)
-    eps_tail, best_tail, _ = rdp.epsilon_from_rdp(tail, total, log_delta, "improved")
-    return (eps_tail, best_tail) if eps_tail < eps else (eps, best)
+    if rdp_pruned.applies(q, sigma) and -math.inf < log_delta < 0.0:
+        return rdp_pruned.rdp_epsilon(q, sigma, steps, log_delta)
+    orders = _orders()
+    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
+    eps, best, _ = rdp.epsilon_from_rdp(orders, total, log_delta, "improved")
+    return eps, best
 
 
 def rdp_log_delta(q: float, sigma: float, steps: int, epsilon: float) -> float:
-    """Upper bound on log δ by the RDP accountant (orders pruned as in ``rdp_epsilon``; the
-    value is the smallest over the orders, each clamped at 0). References: MTZ19, CKS20."""
-    from dpcalc.relations import rdp
+    """Upper bound on log δ by the RDP accountant (orders skipped as in ``rdp_epsilon``).
+    References: MTZ19, CKS20."""
+    from dpcalc.relations import rdp, rdp_pruned
 
-    if not (_prunable(q, sigma, -1.0) and math.isfinite(epsilon)):
-        orders = _orders()
-        total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
-        return rdp.log_delta_from_rdp(orders, total, epsilon, "improved")[0]
-    head, tail = _split_orders()
-    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(head, q, sigma), steps)
-    ld = rdp.log_delta_from_rdp(head, total, epsilon, "improved")[0]
-    if not _tail_needed(q, sigma, steps, tail, ld_head=ld, epsilon=epsilon):
-        return ld
-    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(tail, q, sigma), steps)
-    return min(ld, rdp.log_delta_from_rdp(tail, total, epsilon, "improved")[0])
+    if rdp_pruned.applies(q, sigma) and math.isfinite(epsilon):
+        return rdp_pruned.rdp_log_delta(q, sigma, steps, epsilon)
+    orders = _orders()
+    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
+    return rdp.log_delta_from_rdp(orders, total, epsilon, "improved")[0]
 
 
 def _orders():
@@ -76,100 +58,6 @@ def _orders():
     from dpcalc.relations import rdp
 
     return np.asarray(rdp.DEFAULT_ORDERS, dtype=float)
-
-
-#: the default orders up to this one are always evaluated (the rest only when needed)
-_HEAD_MAX = 64.0
-
-
-@lru_cache(maxsize=1)
-def _split_orders() -> tuple[tuple[float, ...], tuple[float, ...]]:
-    from dpcalc.relations import rdp
-
-    return (tuple(a for a in rdp.DEFAULT_ORDERS if a <= _HEAD_MAX),
-            tuple(a for a in rdp.DEFAULT_ORDERS if a > _HEAD_MAX))
-
-
-def _prunable(q: float, sigma: float, log_delta: float) -> bool:
-    """Whether the tail test applies (0 < q < 1, σ in the series range, 0 < δ < 1)."""
-    return 0.0 < q < 1.0 and 1e-100 <= sigma <= 1e100 and -math.inf < log_delta < 0.0
-
-
-def _rdp_lower(q: float, sigma: float, alpha: float) -> float:
-    """A lower bound on the per-step RDP of the Poisson-subsampled Gaussian at integer α ≥ 3.
-
-    [MTZ19, Sec 3.2] A_α − 1 = Σ_{k≥2} C(α,k) q^k (1−q)^{α−k} (e^{(k²−k)/(2σ²)} − 1), every
-    term ≥ 0, so A_α − 1 ≥ the largest of the k = 2, 3 terms, and RDP(α) = log(A_α)/(α−1).
-    The log of a term is formed in floats from a few pieces, each within a few ulps; it is
-    lowered by 1e-9·(1 + the pieces' magnitudes), far beyond those errors, and the result
-    shrunk by 1e-9 relative (a lower value stays a valid lower bound).
-    """
-    from dpcalc.numeric.logspace import log_expm1
-
-    n = int(alpha)
-    l1, lq, inv = math.log1p(-q), math.log(q), 0.5 / sigma / sigma
-    best = -math.inf
-    for k in (2, 3):
-        x = (k * k - k) * inv
-        if not x > 1e-300:
-            return 0.0
-        pieces = (math.log(math.comb(n, k)), k * lq, (n - k) * l1, log_expm1(x))
-        lt = sum(pieces) - 1e-9 * (1.0 + sum(abs(p) for p in pieces))
-        best = max(best, lt)
-    if best < -700.0:
-        return 0.0
-    log_a = best + math.log1p(math.exp(-best)) if best > 0 else math.log1p(math.exp(best))
-    return log_a / (n - 1) * (1.0 - 1e-9)
-
-
-@lru_cache(maxsize=256)
-def _rdp_floors(q: float, sigma: float, tail: tuple[float, ...]) -> tuple[float, ...] | None:
-    """Lower bounds on the per-step RDP at each order of ``tail`` (integers above
-    ``_HEAD_MAX``, ascending): the largest ``_rdp_lower`` at orders up to it, since RDP is
-    non-decreasing in α [Mir17, Sec 3; van Erven & Harremoës 2014, Thm 3]. None when an order
-    is not such an integer. Cached per (q, σ)."""
-    floor = _rdp_lower(q, sigma, _HEAD_MAX)
-    out = []
-    prev = _HEAD_MAX
-    for a in tail:
-        if not float(a).is_integer() or a <= prev:
-            return None
-        floor = max(floor, _rdp_lower(q, sigma, a))
-        out.append(floor)
-        prev = a
-    return tuple(out)
-
-
-def _tail_needed(q: float, sigma: float, steps: int, tail: tuple[float, ...], *,
-                 eps_head: float | None = None, log_delta: float = 0.0,
-                 ld_head: float | None = None, epsilon: float = 0.0) -> bool:
-    """Whether some order of ``tail`` could give a smaller value than the head's best.
-
-    At each order the conversion [CKS20, Prop 12 (v4)] only grows with the RDP, and the
-    composed RDP used there (rounded up, its conversion's allowance covering its own
-    roundings) is at least T·``_rdp_floors``; the conversion at that floor, lowered by 1e-12
-    of its pieces for rounding, is then no larger than the value the full order grid computes
-    there. An order whose lower value is at least the head's best cannot change the minimum
-    (ties go to the earlier, head order, in both), so the answer is the full grid's.
-    """
-    floors = _rdp_floors(q, sigma, tail)
-    if floors is None:
-        return True
-    for a, rdp_floor in zip(tail, floors, strict=True):
-        lower = steps * rdp_floor
-        am1, t = a - 1.0, math.log1p(-1.0 / a)
-        if eps_head is not None:
-            t2 = -(log_delta + math.log(a)) / am1  # [CKS20, Prop 12 (v4)]
-            value = lower + t + t2 - 1e-12 * (lower + abs(t) + abs(t2))
-            if value < eps_head:
-                return True
-        else:
-            la = math.log(a)
-            value = am1 * (lower - epsilon + t) - la  # [CKS20, Prop 12 (v4)]
-            value -= 1e-12 * (am1 * (lower + epsilon + abs(t)) + la)
-            if value < min(ld_head, 0.0):
-                return True
-    return False
 
 
 def _strong_epsilon_at(q: float, sigma: float, steps: int, log_delta: float,
