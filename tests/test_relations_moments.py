@@ -169,7 +169,8 @@ def test_epsilon_and_delta_bound_the_exact_minimum(q, sigma, steps, log_delta):
 def test_epsilon_and_delta_equal_the_all_mpmath_path(q, monkeypatch):
     # the float moments only choose λ; the value there is the exact minimum rounded up, so
     # it is the double the all-mpmath path gives
-    cases = [(s, t, ld) for s in (0.5, 1.1, 3.8131298179115616, 24.68) for t in (1, 10000, 1e7)
+    cases = [(s, t, ld) for s in (1e-5, 1e-3, 0.5, 1.1, 3.8131298179115616, 24.68)
+             for t in (1, 10000, 1e7)
              for ld in (LOG_1E5, -700.0)]
     fast = [(moments.moments_epsilon(q, s, t, ld), moments.moments_log_delta(q, s, t, 1.0))
             for s, t, ld in cases]

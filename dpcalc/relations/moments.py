@@ -274,9 +274,18 @@ def _exact_candidates(values: list[float]) -> list[int] | None:
     return [lam for lam, v in enumerate(values, start=1) if v <= cut]
 
 
+#: the largest (k²−k)/(2σ²) the Decimal evaluation takes (its exponent range ends near
+#: e^{2.3e9}); beyond it mpmath decides
+_DECIMAL_X_MAX = 1e9
+
+
 @lru_cache(maxsize=256)
 def _float_moments(q: float, sigma: float, max_lambda: int) -> tuple[float, ...] | None:
-    """``_log_moments_float``, cached per (q, σ)."""
+    """``_log_moments_float``, cached per (q, σ); None also where the exact evaluation at the
+    chosen λ (Decimal) would leave its exponent range."""
+    n = max_lambda + 1
+    if not (n * n - n) * (0.5 / sigma / sigma) <= _DECIMAL_X_MAX:
+        return None
     return _log_moments_float(q, sigma, max_lambda)
 
 
