@@ -114,3 +114,67 @@ def test_validation(kwargs):
     kw = dict(q=0.01, noise_multiplier=1.0, steps=10, log_delta=LOG_1E5) | kwargs
     with pytest.raises(ValueError):
         moments.moments_epsilon(**kw)
+
+
+_GRID_Q = [1e-12, 1e-6, 1e-3, 0.0427, 0.3, 0.999, 1 - 1e-9]
+_GRID_SIGMA = [1e-3, 0.1, 0.5, 0.8, 1.1, 4.0, 1e2, 1e6, 1e9]
+
+
+@pytest.mark.parametrize("q", _GRID_Q)
+def test_float_moments_bound_the_exact_sum_tightly(q):
+    # the float path (a proven relative error bound, padded up) against the 50-digit sum:
+    # never below it, and within 1e-12 relative; where it cannot certify, mpmath answers
+    taken = 0
+    for sigma in _GRID_SIGMA:
+        ref = moments._log_moments_mp(q, sigma, 32)
+        got = moments._log_moments_float(q, sigma, 32)
+        used = moments.log_moments(q, sigma)
+        if got is None:
+            assert used == [moments._to_float_up(v) for v in ref]
+            continue
+        taken += 1
+        assert list(got) == used
+        for value, exact in zip(got, ref, strict=True):
+            assert mp.mpf(value) >= exact
+            assert mp.mpf(value) <= exact * (1 + mp.mpf("1e-12"))
+    assert taken >= len(_GRID_SIGMA) - 2  # the float path is the rule, not the exception
+
+
+def test_float_moments_refuse_what_they_cannot_certify():
+    assert moments._log_moments_float(1.0, 5.0, 32) is None  # q = 1: log(1 − q) = −inf
+    assert moments._log_moments_float(0.01, 1e-160, 32) is None  # (k²−k)/(2σ²) overflows
+    assert moments._log_moments_float(1e-300, 4.0, 32) is None  # A − 1 below the double range
+    assert moments._log_moments_float(0.01, 4.0, 32) is not None
+
+
+@pytest.mark.parametrize("q,sigma,steps", [(0.01, 4.0, 10000), (256 / 60000, 1.1, 14000),
+                                           (0.1, 0.7, 50), (1e-4, 10.0, 1e6), (1.0, 5.0, 10)])
+@pytest.mark.parametrize("log_delta", [LOG_1E5, -700.0])
+def test_epsilon_and_delta_bound_the_exact_minimum(q, sigma, steps, log_delta):
+    eps, _ = moments.moments_epsilon(q, sigma, steps, log_delta)
+    with mp.workdps(60):
+        exact = min((steps * a - mp.mpf(log_delta)) / la
+                    for la, a in enumerate(moments._log_moments_mp(q, sigma, 32), start=1))
+    assert mp.mpf(eps) >= exact
+    assert mp.mpf(eps) <= exact * (1 + mp.mpf("1e-12"))
+    ld, _ = moments.moments_log_delta(q, sigma, steps, eps)
+    with mp.workdps(60):
+        exact_ld = min(steps * a - la * mp.mpf(eps)
+                       for la, a in enumerate(moments._log_moments_mp(q, sigma, 32), start=1))
+    assert mp.mpf(ld) >= min(exact_ld, 0)
+    assert ld <= log_delta + 1e-9 * abs(log_delta)
+
+
+@pytest.mark.parametrize("q", [1e-6, 256 / 60000, 0.01, 0.3])
+def test_epsilon_and_delta_equal_the_all_mpmath_path(q, monkeypatch):
+    # the float moments only choose λ; the value there is the exact minimum rounded up, so
+    # it is the double the all-mpmath path gives
+    cases = [(s, t, ld) for s in (1e-5, 1e-3, 0.5, 1.1, 3.8131298179115616, 24.68)
+             for t in (1, 10000, 1e7)
+             for ld in (LOG_1E5, -700.0)]
+    fast = [(moments.moments_epsilon(q, s, t, ld), moments.moments_log_delta(q, s, t, 1.0))
+            for s, t, ld in cases]
+    monkeypatch.setattr(moments, "_float_moments", lambda *args: None)
+    slow = [(moments.moments_epsilon(q, s, t, ld), moments.moments_log_delta(q, s, t, 1.0))
+            for s, t, ld in cases]
+    assert fast == slow

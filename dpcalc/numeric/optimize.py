@@ -13,12 +13,29 @@ _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
 def minimize_on_grid(objective: Callable[[float], float], lo: float, hi: float,
-                     points: int, iterations: int = 40) -> tuple[float, float]:
+                     points: int, iterations: int = 40,
+                     lower: Callable[[float], float] | None = None) -> tuple[float, float]:
     """(x, objective(x)) near the minimum over [lo, hi]: the best of an even grid, refined by
-    golden-section search between that point's neighbours (unimodal there in practice)."""
+    golden-section search between that point's neighbours (unimodal there in practice).
+
+    ``lower(x)``, when given, is a cheap value never above ``objective(x)``. The grid then
+    starts from these values and evaluates ``objective`` only at the current best point until
+    that point's value is exact: its value is then below every other point's lower value, hence
+    below its exact one, so the chosen point (the first of the smallest, as without ``lower``)
+    and the result are the same as evaluating the whole grid.
+    """
     grid = [lo + i * (hi - lo) / (points - 1) for i in range(points)]
-    values = [objective(x) for x in grid]
-    i = min(range(points), key=values.__getitem__)
+    if lower is None:
+        values = [objective(x) for x in grid]
+        i = min(range(points), key=values.__getitem__)
+    else:
+        values = [lower(x) for x in grid]
+        exact = [False] * points
+        while True:
+            i = min(range(points), key=values.__getitem__)
+            if exact[i]:
+                break
+            values[i], exact[i] = objective(grid[i]), True
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, points - 1)]
     c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
     fc, fd = objective(c), objective(d)

@@ -26,9 +26,14 @@ REFERENCE = DPSGD.references
 
 
 def rdp_epsilon(q: float, sigma: float, steps: int, log_delta: float) -> tuple[float, float]:
-    """Upper bound on ε by the RDP accountant; returns (ε, best order). References: MTZ19."""
-    from dpcalc.relations import rdp
+    """Upper bound on ε by the RDP accountant; returns (ε, best order). References: MTZ19.
 
+    Over every default order; ``rdp_pruned`` skips the orders that cannot decide (the same
+    ε and order)."""
+    from dpcalc.relations import rdp, rdp_pruned
+
+    if rdp_pruned.applies(q, sigma) and -math.inf < log_delta < 0.0:
+        return rdp_pruned.rdp_epsilon(q, sigma, steps, log_delta)
     orders = _orders()
     total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
     eps, best, _ = rdp.epsilon_from_rdp(orders, total, log_delta, "improved")
@@ -36,9 +41,12 @@ def rdp_epsilon(q: float, sigma: float, steps: int, log_delta: float) -> tuple[f
 
 
 def rdp_log_delta(q: float, sigma: float, steps: int, epsilon: float) -> float:
-    """Upper bound on log δ by the RDP accountant. References: MTZ19, CKS20."""
-    from dpcalc.relations import rdp
+    """Upper bound on log δ by the RDP accountant (orders skipped as in ``rdp_epsilon``).
+    References: MTZ19, CKS20."""
+    from dpcalc.relations import rdp, rdp_pruned
 
+    if rdp_pruned.applies(q, sigma) and math.isfinite(epsilon):
+        return rdp_pruned.rdp_log_delta(q, sigma, steps, epsilon)
     orders = _orders()
     total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
     return rdp.log_delta_from_rdp(orders, total, epsilon, "improved")[0]
@@ -72,19 +80,40 @@ def _strong_epsilon_at(q: float, sigma: float, steps: int, log_delta: float,
     return compose.advanced_epsilon(eps1, steps, log_slack)
 
 
+def _strong_epsilon_floor(q: float, steps: int, log_delta: float, eps0: float) -> float:
+    """A value never above ``_strong_epsilon_at`` at the same ε₀, without the Gaussian δ₀.
+
+    δ₀ ≥ 0 leaves at most the whole δ as slack: there, log_slack = log δ + log(1 − Tqδ₀/δ)
+    − 1e-12 ≤ log δ − 1e-12 (log1mexp ≤ 0, and rounding to nearest is monotone), the
+    amplified ε₁ [BBG18, Thm 8] does not depend on δ₀, and the advanced-composition ε
+    [DR14, Thm 3.20] only grows as the slack shrinks (and is inf without slack).
+    """
+    from dpcalc.relations import compose, subsample
+
+    eps1, _ = subsample.amplify(eps0, -math.inf, q, sampling="poisson", relation="add-remove")
+    return compose.advanced_epsilon(eps1, steps, log_delta - 1e-12)
+
+
 def strong_epsilon(q: float, sigma: float, steps: int, log_delta: float) -> tuple[float, float]:
     """Upper bound on ε by amplification + advanced composition, the δ split optimised.
 
     The split is parametrised by the per-step ε₀ (δ₀ follows from it exactly); any ε₀ gives
     a valid bound, so the search needs no rounding care. Returns (ε, ε₀).
+    The grid evaluates the exact objective only where ``_strong_epsilon_floor`` (a lower
+    value) cannot rule a point out: the same point and value as a full grid, without the
+    costly δ₀ of large ε₀ deep in the Gaussian tail.
     References: BW18, BBG18, DRV10.
     """
     def objective(x: float) -> float:
         return _strong_epsilon_at(q, sigma, steps, log_delta, math.exp(x))
 
+    def lower(x: float) -> float:
+        return _strong_epsilon_floor(q, steps, log_delta, math.exp(x))
+
     from dpcalc.numeric.optimize import minimize_on_grid
 
-    best_x, best_v = minimize_on_grid(objective, math.log(1e-4), math.log(500.0), 61)
+    best_x, best_v = minimize_on_grid(objective, math.log(1e-4), math.log(500.0), 61,
+                                      lower=lower)
     if not math.isfinite(best_v):
         return math.inf, math.nan
     return best_v, math.exp(best_x)

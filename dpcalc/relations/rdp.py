@@ -310,11 +310,14 @@ def _int_layout(ns: tuple[int, ...]):
 def _log_binom_int(n: int) -> tuple[np.ndarray, np.ndarray]:
     """log C(n, k) for k = 0..n, and the magnitude that bounds its rounding error."""
     if n <= 10000:
-        # exact integers, one correctly-rounded-ish log each: error ≤ 2 ulp of |log C| + ulp
+        # exact integers, one correctly-rounded-ish log each: error ≤ 2 ulp of |log C| + ulp;
+        # C(n, k) = C(n, n − k), so the integers up to k = n/2 give every value
         c, vals = 1, [0.0]
-        for k in range(n):
+        half = n // 2
+        for k in range(half):
             c = c * (n - k) // (k + 1)
             vals.append(math.log(c))
+        vals.extend(vals[n - k] for k in range(half + 1, n + 1))
         lc = np.array(vals)
         return lc, np.abs(lc) + 1.0
     lg = np.array([math.lgamma(k + 1.0) for k in range(n + 1)])
@@ -398,10 +401,10 @@ def _euler_weights(n_terms: int) -> np.ndarray:
 
     theta = []
     for i in range(n_terms):
-        acc = Fraction(0)
-        for j in range(i, n_terms):
-            acc += Fraction(math.comb(j, i), 2 ** (j + 1))
-        theta.append(float(acc))  # correctly rounded: 1/2 ulp, covered by the error magnitudes
+        # the exact sum over the common denominator 2^J, then one correctly rounded division
+        # (1/2 ulp, covered by the error magnitudes)
+        num = sum(math.comb(j, i) << (n_terms - 1 - j) for j in range(i, n_terms))
+        theta.append(float(Fraction(num, 2 ** n_terms)))
     return np.array(theta)
 
 

@@ -24,7 +24,9 @@ def make_console(file: IO[str] | None = None, width: int | None = None):
     """
     from rich.console import Console
 
-    console = Console(file=file, width=width, highlight=False, soft_wrap=False)
+    # emoji=False: dpcalc prints no emoji codes, and the code table (a 3 ms import) and the
+    # per-string :name: scan are skipped
+    console = Console(file=file, width=width, highlight=False, soft_wrap=False, emoji=False)
     if console.width < MIN_WIDTH:
         console.width = MIN_WIDTH
     return console
@@ -154,7 +156,8 @@ def render(result: Result, console) -> None:
         hi = outward(result.bounds.upper, DIGITS, "upper")
         bracket = units(f"certified bracket on the true value: [{lo}, {hi}]")
         body.append("\n" + wrap(bracket, width - 4), style="dim")
-    console.print(Panel(body, title=title, title_align="left", expand=False))
+    # a Text title is printed as is (a str would be parsed as markup, with emoji codes)
+    console.print(Panel(body, title=Text(title), title_align="left", expand=False))
 
     hidden = {result.solved_for, *result.derived}
     inputs = [_input_text(result, k, v) for k, v in result.parameters.items() if k not in hidden]

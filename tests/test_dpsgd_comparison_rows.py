@@ -1,0 +1,131 @@
+"""Issue 13: the comparison rows of ``dpsgd`` (rdp, strong) skip work that cannot change their
+answer. Each shortcut is checked to give exactly the answer of the full computation."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from dpcalc.numeric import optimize
+from dpcalc.relations import dpsgd as rel
+from dpcalc.relations import rdp, rdp_pruned
+
+LOG_1E5 = math.log(1e-5)
+
+
+def _full_rdp_epsilon(q, sigma, steps, log_delta):
+    orders = rel._orders()
+    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
+    eps, best, _ = rdp.epsilon_from_rdp(orders, total, log_delta, "improved")
+    return eps, best
+
+
+def _full_rdp_log_delta(q, sigma, steps, epsilon):
+    orders = rel._orders()
+    total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
+    return rdp.log_delta_from_rdp(orders, total, epsilon, "improved")[0]
+
+
+@pytest.mark.parametrize("q", [1e-5, 256 / 60000, 0.01, 0.1, 0.5, 1.0])
+def test_rdp_with_pruned_orders_is_the_full_grid_answer(q):
+    for sigma, steps in itertools.product([0.5, 1.1, 4.0, 24.7, 1e4], [1, 100, 14063, 10**6]):
+        for log_delta in (LOG_1E5, -700.0):
+            got = rel.rdp_epsilon(q, sigma, steps, log_delta)
+            want = _full_rdp_epsilon(q, sigma, steps, log_delta)
+            assert got[0] == want[0] and (got[1] == want[1] or math.isnan(want[1]))
+        for epsilon in (0.1, 1.0, 8.0):
+            assert rel.rdp_log_delta(q, sigma, steps, epsilon) == \
+                _full_rdp_log_delta(q, sigma, steps, epsilon)
+
+
+def test_rdp_groups_are_evaluated_as_on_the_whole_grid():
+    # each group's values are the whole grid's at those orders (they are evaluated apart)
+    index = {a: i for i, a in enumerate(rdp.DEFAULT_ORDERS)}
+    ints, frac, tail = rdp_pruned.groups()
+    assert sorted(ints + frac + tail) == sorted(rdp.DEFAULT_ORDERS)
+    for q, sigma in [(0.01, 4.0), (256 / 60000, 1.1), (0.3, 0.7), (1e-4, 20.0)]:
+        whole = rdp.rdp_subsampled_gaussian(rel._orders(), q, sigma)
+        for group in (ints, frac, tail):
+            part = rdp.rdp_subsampled_gaussian(group, q, sigma)
+            assert np.array_equal(part, whole[[index[a] for a in group]])
+
+
+def test_rdp_long_orders_are_skipped_in_the_headline_cases(monkeypatch):
+    # the shortcut is taken where it matters (the σ solves of the headline examples)
+    asked = []
+    real = rdp.rdp_subsampled_gaussian
+
+    def spy(orders, q, sigma):
+        asked.append(tuple(orders))
+        return real(orders, q, sigma)
+
+    monkeypatch.setattr(rdp, "rdp_subsampled_gaussian", spy)
+    ints, frac, tail = rdp_pruned.groups()
+    rel.rdp_epsilon(0.01, 4.1258, 10000, LOG_1E5)
+    assert asked == [ints]
+    asked.clear()
+    rel.rdp_epsilon(256 / 60000, 1.014, 14063, LOG_1E5)
+    assert tail not in asked
+
+
+@pytest.mark.parametrize("q,sigma", [(0.01, 4.0), (256 / 60000, 1.1), (0.3, 0.7), (1e-4, 20.0)])
+def test_rdp_floors_are_below_the_exact_rdp(q, sigma):
+    ints, frac, tail = rdp_pruned.groups()
+    for group in (frac, tail):
+        floors = rdp_pruned._floors(q, sigma, group)
+        upper = rdp.rdp_subsampled_gaussian(group, q, sigma)
+        for alpha, floor, up in list(zip(group, floors, upper, strict=True))[::9]:
+            n = math.floor(alpha)  # RDP(α) ≥ RDP(⌊α⌋): the exact sum at ⌊α⌋
+            with mp.workdps(40):
+                mq, ms = mp.mpf(q), mp.mpf(sigma)
+                am1 = mp.fsum(mp.binomial(n, k) * mq**k * (1 - mq) ** (n - k)
+                              * mp.expm1(mp.mpf(k * k - k) / (2 * ms * ms))
+                              for k in range(2, n + 1))
+                exact = mp.log1p(am1) / (n - 1) if n >= 2 else mp.mpf(0)  # [MTZ19, Sec 3.2]
+            assert 0 <= floor <= exact <= up
+
+
+def _full_grid(objective, lo, hi, points, iterations=40, lower=None):
+    return _real_minimize(objective, lo, hi, points, iterations)
+
+
+_real_minimize = optimize.minimize_on_grid
+
+
+@pytest.mark.parametrize("q", [1e-4, 256 / 60000, 0.01, 0.1, 1.0])
+def test_strong_with_lower_values_is_the_full_grid_answer(q, monkeypatch):
+    cases = list(itertools.product([0.5, 1.1, 4.0, 24.68, 100.0], [1, 100, 10000, 10**7],
+                                   [LOG_1E5, -700.0]))
+    got = [rel.strong_epsilon(q, s, t, ld) for s, t, ld in cases]
+    monkeypatch.setattr(optimize, "minimize_on_grid", _full_grid)
+    want = [rel.strong_epsilon(q, s, t, ld) for s, t, ld in cases]
+    for g, w in zip(got, want, strict=True):
+        assert g[0] == w[0] and (g[1] == w[1] or (math.isnan(g[1]) and math.isnan(w[1])))
+
+
+def test_strong_floor_is_below_the_objective():
+    for q, s, t, e0 in itertools.product([1e-3, 0.01, 1.0], [0.8, 4.0, 30.0], [1, 10**4],
+                                         [1e-4, 0.01, 1.0, 30.0, 500.0]):
+        assert rel._strong_epsilon_floor(q, t, LOG_1E5, e0) <= \
+            rel._strong_epsilon_at(q, s, t, LOG_1E5, e0)
+
+
+def test_minimize_on_grid_with_lower_values_picks_the_same_point():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        exact = rng.integers(0, 6, size=21).astype(float)  # many ties
+        slack = rng.integers(0, 3, size=21).astype(float)
+
+        def objective(x, exact=exact):
+            return float(exact[min(int(round(x)), 20)])
+
+        def lower(x, exact=exact, slack=slack):
+            i = min(int(round(x)), 20)
+            return float(exact[i] - slack[i])
+
+        assert optimize.minimize_on_grid(objective, 0.0, 20.0, 21, 5, lower=lower) == \
+            optimize.minimize_on_grid(objective, 0.0, 20.0, 21, 5)
