@@ -142,9 +142,13 @@ class Accountant:
                   target: float) -> float:
         """The upper bound on ε that ``holds`` compares with ``target``: the cheap one when
         it meets the target, else the full evaluation's. A secant on it converges to the
-        predicate's own threshold, also where the full bracket refines the cheap bound."""
+        predicate's own threshold, also where the full bracket refines the cheap bound.
+        Far above the target (by more than 20 tolerances, which refinement does not recover)
+        the cheap bound is enough to aim the next step."""
         cheap = self.upper(q, sigma, steps, log_delta)
-        return cheap if cheap <= target else self.epsilon(q, sigma, steps, log_delta)[0]
+        if cheap <= target or cheap > target * (1.0 + max(0.02, 20.0 * self.tolerance)):
+            return cheap
+        return self.epsilon(q, sigma, steps, log_delta)[0]
 
     def note_at(self, q: float, sigma: float, steps: int, log_delta: float) -> str:
         """The fallback note of the ε point that certifies an answer ("" when none)."""
