@@ -100,3 +100,14 @@ def test_b_rate_answer_meets_the_target_and_beats_rdp():
     _, up = pld.epsilon_bounds(r.value, 0.9268, 30706, math.log(5.197e-9), 1e-3)
     assert up <= 4.336
     assert r.value >= 0.00280926
+
+
+def test_far_tail_q_solve_is_not_dragged_to_a_vanishing_rate():
+    # δ = 6e-32 over 464,934 steps: RDP's answer is q ≈ 1e-98, and seeding the PLD's search
+    # there found a passing rate 92 orders of magnitude too small (the PLD's upper bound sits
+    # at its numerical floor for such q). The CLT seed, above RDP's answer, is kept: the
+    # answer is the PLD's own, certified by its upper bound.
+    eps, log_delta = 0.1158, math.log(6.183e-32)
+    r = dpsgd(sigma=1.19, steps=464934, epsilon=eps, delta=6.183e-32, compare=False)
+    assert r.value > 1e-6
+    assert pld.epsilon_bounds(r.value, 1.19, 464934, log_delta)[1] <= eps

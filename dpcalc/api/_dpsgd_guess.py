@@ -82,7 +82,7 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         x1 = x0 - 0.01 if f0 > 0 else min(x0 + 0.01, 0.0)
         slope = _clt_q_slope(epsilon, log_delta) if "steps" in values else None
         if slope is not None:  # a Newton step on the CLT's slope: one probe fewer
-            x1 = min(x0 - max(-1.0, min(1.0, f0 / slope)), 0.0)
+            x1 = min(x0 - max(-8.0, min(8.0, f0 / slope)), 0.0)
         for _ in range(12):
             f1 = f(x1)
             if f1 == f0 or not math.isfinite(f1):
@@ -90,7 +90,11 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
             step = f1 * (x1 - x0) / (f1 - f0)
             if abs(step) < stop:
                 return math.exp(x1), max(2.0 * abs(step) + stop / 8, 2e-9)
-            x0, f0, x1 = x1, f1, min(x1 - max(-1.0, min(1.0, step)), 0.0)
+            if (f1 < 0) == (step > 0):
+                # ε grows with q: below the target the root lies above, and vice versa (an
+                # upper bound at its numerical floor can make the secant point away)
+                step = -8.0 if f1 < 0 else 8.0
+            x0, f0, x1 = x1, f1, min(x1 - max(-8.0, min(8.0, step)), 0.0)
         return math.exp(x1), 1e-4
     except (ArithmeticError, ValueError):
         return None, 1e-4
@@ -115,9 +119,9 @@ def _rdp_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float, log_d
                               low=0.0, low_open=True, rtol=1e-3)
     except (InfeasibleError, ArithmeticError, ValueError):
         return seed
-    if seed is None or not q_rdp <= seed <= 30.0 * q_rdp:
+    if seed is None or seed < q_rdp:
         return min(1.5 * q_rdp, 1.0)
-    return seed
+    return seed   # above RDP's answer: the secant comes down in steps of up to e^8
 
 
 def _clt_q_slope(epsilon: float, log_delta: float) -> float | None:
