@@ -111,3 +111,16 @@ def test_far_tail_q_solve_is_not_dragged_to_a_vanishing_rate():
     r = dpsgd(sigma=1.19, steps=464934, epsilon=eps, delta=6.183e-32, compare=False)
     assert r.value > 1e-6
     assert pld.epsilon_bounds(r.value, 1.19, 464934, log_delta)[1] <= eps
+
+
+@pytest.mark.parametrize("q, sigma, eps", [
+    (0.0001444570255658658, 8.289408709581597, 0.24539272999296197),   # exact log δ −1981.75
+    (1.03e-5, 5.73, 0.0516),                                           # exact about −1217
+    (2.62e-5, 12.1, 0.307),                                            # exact about −6669
+])
+def test_one_step_bracket_holds_where_tilted_masses_underflow(q, sigma, eps):
+    # a review found the located error bound e^3800 below the exact δ here: masses that
+    # underflow to 0 in the tilted one-step PLD were treated as exact
+    exact = _one_step_log_delta(q, sigma, eps)
+    lo, up = pld.log_delta_bounds(q, sigma, 1, eps)
+    assert lo <= exact <= up

@@ -33,6 +33,15 @@ def _lattice_weight(h: float, lam: float) -> float:
     return max(a - b, 0.0) + 64 * _U * a
 
 
+#: The located bound is off: it treats an entry that underflowed to 0 or to a subnormal as
+#: exact or as carrying a relative error, while its error is absolute (up to 2^-1074); a
+#: review found one-step cases (q ≈ 1e-4, ε far below the tilt's underflow point) where the
+#: located δ came out e^3800 below the exact one. The ℓ1 bound charges such entries (plan.
+#: _make_sides) and is used alone until every underflowing operation feeds an absolute
+#: term into ν (_normalise, the coarsenings, direct convolution products).
+_USE_LOCATED = False
+
+
 def _located_error(d: _Dist, h: float, lam: float) -> float:
     """Bound (tilted units, times e^{−λε}) on the δ(ε) error of the located description
     t_exact = t(1+ρ) − v − r of _Dist, less its ρ part: v weighs at most ‖v‖∞ times the
@@ -75,7 +84,7 @@ class _Final:
             self.lerr = math.inf            # no usable bound: δ_up = ∞, δ_low = 0
         else:
             e1 = d.e1 * _log_c_lambda_exp(lam)
-            located = _located_error(d, h, lam)
+            located = _located_error(d, h, lam) if _USE_LOCATED else math.inf
             if located < e1 and d.rr <= 1e-3:
                 # t_exact = t(1+ρ) − v − r (dpcalc.pld.pmf._Dist): ρ scales the grid sum
                 e1 = located

@@ -277,6 +277,8 @@ def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float
 
 
 _REL_CAP = 1e-9      # one-step relative errors up to this are kept relative (ρ of _Dist)
+_MIN_NORMAL = 2.0 ** -1022      # below it a double is subnormal (or 0)
+_SUBNORMAL_ERR = 2.0 ** -1073   # ≥ the rounding error of a result in the subnormal range
 
 
 @dataclass
@@ -362,7 +364,11 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         rel = np.where(np.isfinite(rel), rel, 0.0)
         t = np.zeros(n)
         t[jpos - j_lo] = ta
-        e1 = float((ta * rel).sum())
+        # a mass that underflowed to 0 or to a subnormal (exact value below 2^-1022) carries
+        # an absolute error of at most 2^-1074 (IEEE 754 rounding in the subnormal range),
+        # not a relative one: charged per such entry, in ℓ1 and ℓ∞
+        tiny = int(np.count_nonzero(ta < _MIN_NORMAL))
+        e1 = float((ta * rel).sum()) + tiny * _SUBNORMAL_ERR
         below = 0.0
         if pess and drop:
             # the dropped mass below ℓ_0 is paid for as tilted ℓ1 error
@@ -376,7 +382,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         top, tot = float(big.max(initial=0.0)), float(big.sum()) * (1.0 + 1e-9)
         if tot <= 64.0 * top:        # few: cheaper as r (ℓ1) than as v (ℓ∞, heuristic)
             top, tot, below = 0.0, 0.0, below + tot
-        base = _Dist(j_lo, 0, t, 0.0, e1, float((ta * rel).max()), 0.0, rr,
+        base = _Dist(j_lo, 0, t, 0.0, e1, float((ta * rel).max()) + _SUBNORMAL_ERR, 0.0, rr,
                      top * (1.0 + 1e-9), tot, below)
         base = _truncate(base, plan.tau / max(1, t_max), pess)
         nz = np.nonzero(base.t)[0]
