@@ -230,7 +230,7 @@ def test_fallback_note_describes_the_answer_not_a_probe(monkeypatch):
     from dpcalc.relations import pld
 
     honest = api.dpsgd(q=0.01, epochs=1, epsilon=1, delta=1e-5, compare=False)
-    real, failed = pld.epsilon_bounds, []
+    real, real_upper, failed = pld.epsilon_bounds, pld.epsilon_upper, []
 
     def flaky(q, sigma, steps, log_delta, tol):
         if sigma < honest.value * 0.999:  # probes well below the answer cannot be certified
@@ -238,7 +238,14 @@ def test_fallback_note_describes_the_answer_not_a_probe(monkeypatch):
             raise pld.PLDUncertifiable("test")
         return real(q, sigma, steps, log_delta, tol)
 
+    def flaky_upper(q, sigma, steps, log_delta, tol, stop_above=math.inf):
+        if sigma < honest.value * 0.999:  # the same probes fail for the cheap bound too
+            failed.append(sigma)
+            raise pld.PLDUncertifiable("test")
+        return real_upper(q, sigma, steps, log_delta, tol, stop_above)
+
     monkeypatch.setattr(pld, "epsilon_bounds", flaky)
+    monkeypatch.setattr(pld, "epsilon_upper", flaky_upper)
     res = api.dpsgd(q=0.01, epochs=1, epsilon=1, delta=1e-5, compare=False)
     assert failed, "the search never probed below the answer"
     assert res.method == "pld" and not any("cannot certify" in n for n in res.notes)
