@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import astuple, replace
 
 import numpy as np
 
@@ -176,8 +176,9 @@ def keeping_compositions():
 
 
 def _kept_key(pair, steps, rho, plan, log_eta, d, pess, fixed):
-    return (pair.key(), steps, rho, plan.lam, plan.var, plan.lam_range, plan.tau,
-            plan.log_eta_top, log_eta, d, pess, tuple((p.key(), n) for p, n in fixed))
+    # every field of the plan (astuple: a field added later is keyed too)
+    return (pair.key(), steps, rho, astuple(plan), log_eta, d, pess,
+            tuple((p.key(), n) for p, n in fixed))
 
 
 def _compose_points(pair, steps_list, rho, plans, log_eta, evaluate, sides=(True, False),

@@ -21,37 +21,6 @@ def _log_c_lambda_exp(lam: float) -> float:
     return math.exp(_log_c_lambda(lam)) * (1.0 + 1e-12)
 
 
-def _lattice_weight(h: float, lam: float) -> float:
-    """Upper bound on Σ_{ℓ_j > ε} e^{−λ(ℓ_j−ε)}(1 − e^{ε−ℓ_j}) over any lattice ℓ_j of
-    spacing h (any offset): with x_k = ℓ_{j0+k} − ε ∈ (kh, (k+1)h], each term is
-    ≤ e^{−λkh}(1 − e^{−(k+1)h}), which sums to 1/(1 − e^{−λh}) − e^{−h}/(1 − e^{−(λ+1)h});
-    both parts are computed to a few ulps of the first, hence the pad."""
-    if not lam > 0 or not h > 0:
-        return math.inf
-    a = 1.0 / -math.expm1(-lam * h)
-    b = math.exp(-h) / -math.expm1(-(lam + 1.0) * h)
-    return max(a - b, 0.0) + 64 * _U * a
-
-
-#: The located bound is off: it treats an entry that underflowed to 0 or to a subnormal as
-#: exact or as carrying a relative error, while its error is absolute (up to 2^-1074); a
-#: review found one-step cases (q ≈ 1e-4, ε far below the tilt's underflow point) where the
-#: located δ came out e^3800 below the exact one. The ℓ1 bound charges such entries (plan.
-#: _make_sides) and is used alone until every underflowing operation feeds an absolute
-#: term into ν (_normalise, the coarsenings, direct convolution products).
-_USE_LOCATED = False
-
-
-def _located_error(d: _Dist, h: float, lam: float) -> float:
-    """Bound (tilted units, times e^{−λε}) on the δ(ε) error of the located description
-    t_exact = t(1+ρ) − v − r of _Dist, less its ρ part: v weighs at most ‖v‖∞ times the
-    lattice sum of the weights (_lattice_weight), r at most ‖r‖₁·C_λ."""
-    w = _lattice_weight(h, lam)
-    if not (math.isfinite(w) and math.isfinite(d.nu) and math.isfinite(d.e1r)):
-        return math.inf
-    return (d.nu * w + d.e1r * _log_c_lambda_exp(lam)) * (1.0 + 8 * _U)
-
-
 class _Final:
     """Certified δ(ε) of one composed PLD (one direction, one side)."""
 
@@ -84,11 +53,6 @@ class _Final:
             self.lerr = math.inf            # no usable bound: δ_up = ∞, δ_low = 0
         else:
             e1 = d.e1 * _log_c_lambda_exp(lam)
-            located = _located_error(d, h, lam) if _USE_LOCATED else math.inf
-            if located < e1 and d.rr <= 1e-3:
-                # t_exact = t(1+ρ) − v − r (dpcalc.pld.pmf._Dist): ρ scales the grid sum
-                e1 = located
-                self.rel = (1.0 + self.rel) * (1.0 + d.rr) - 1.0 + 4 * _U
             self.lerr = (math.log(e1) if e1 > 0 else -math.inf) + base
         if pess and lpinf_total > -math.inf:
             self.lpinf = min(0.0, lpinf_total)

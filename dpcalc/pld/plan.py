@@ -276,7 +276,6 @@ def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float
     raise PLDUncertifiable("cannot place the one-step grid")
 
 
-_REL_CAP = 1e-9      # one-step relative errors up to this are kept relative (ρ of _Dist)
 _MIN_NORMAL = 2.0 ** -1022      # below it a double is subnormal (or 0)
 _SUBNORMAL_ERR = 2.0 ** -1073   # ≥ the rounding error of a result in the subnormal range
 
@@ -369,21 +368,11 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         # not a relative one: charged per such entry, in ℓ1 and ℓ∞
         tiny = int(np.count_nonzero(ta < _MIN_NORMAL))
         e1 = float((ta * rel).sum()) + tiny * _SUBNORMAL_ERR
-        below = 0.0
         if pess and drop:
             # the dropped mass below ℓ_0 is paid for as tilted ℓ1 error
             lb = _log_tilted_below(pair, direction, float(ell[0]), lam, lo) - c
-            below = math.exp(min(lb, 700.0))
-            e1 += below
-        # the same errors, located (see _Dist): small relative errors as ρ, the others as v
-        small = rel <= _REL_CAP
-        rr = float(rel[small].max(initial=0.0)) * (1.0 + 1e-9)
-        big = ta * np.where(small, 0.0, rel)
-        top, tot = float(big.max(initial=0.0)), float(big.sum()) * (1.0 + 1e-9)
-        if tot <= 64.0 * top:        # few: cheaper as r (ℓ1) than as v (ℓ∞, heuristic)
-            top, tot, below = 0.0, 0.0, below + tot
-        base = _Dist(j_lo, 0, t, 0.0, e1, float((ta * rel).max()) + _SUBNORMAL_ERR, 0.0, rr,
-                     top * (1.0 + 1e-9), tot, below)
+            e1 += math.exp(min(lb, 700.0))
+        base = _Dist(j_lo, 0, t, 0.0, e1, float((ta * rel).max()) + _SUBNORMAL_ERR)
         base = _truncate(base, plan.tau / max(1, t_max), pess)
         nz = np.nonzero(base.t)[0]
         base = replace(base, lo=base.lo + int(nz[0]), t=base.t[nz[0]:nz[-1] + 1], noise=0.0)

@@ -9,7 +9,7 @@ a-priori round-off bound of [Hig02, Thm 24.2]; coarsening by connect-the-dots [D
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,14 +24,6 @@ class _Dist:
 
     e1 bounds ‖t − t_exact‖₁ and einf bounds max_j |t_j − t_exact,j| (same units as t),
     where t_exact is the same construction in exact arithmetic on exact inputs.
-
-    A second, located, description of the same error (all bounds hold at once):
-    t_exact = t∘(1 + ρ) − v − r with |ρ_j| ≤ rr (componentwise relative: kept by
-    convolution and coarsening, which are non-negative maps), v a signed vector on the
-    whole lattice ℤ with ‖v‖∞ ≤ nu and ‖v‖₁ ≤ e1v (round-off, dropped noise: spread out),
-    and r a signed measure with ‖r‖₁ ≤ e1r (anything else).  δ(ε) weighs an error at ℓ by
-    e^{−λℓ}(1 − e^{ε−ℓ})₊: zero below ε, so a spread-out error costs far less than its ℓ1
-    norm at the largest weight (dpcalc.pld.evaluate).  Default: everything in r.
     """
 
     lo: int
@@ -41,14 +33,6 @@ class _Dist:
     e1: float
     einf: float
     noise: float = 0.0   # ℓ1 round-off bound of the operation that produced t
-    rr: float = 0.0
-    nu: float = 0.0
-    e1v: float = 0.0
-    e1r: float | None = None
-
-    def __post_init__(self):
-        if self.e1r is None:
-            self.e1r = self.e1
 
 
 def _normalise(d: _Dist) -> _Dist:
@@ -57,11 +41,8 @@ def _normalise(d: _Dist) -> _Dist:
         return d
     t = d.t / m
     extra = _U * float(t.sum())  # rounding of the division
-    # the division's rounding is componentwise relative: fl(t/m) = (t/m)(1 + θ), |θ| ≤ u
-    pad = 1.0 + 4 * _U
     return _Dist(d.lo, d.s, t, d.logscale + math.log(m), d.e1 / m + extra, d.einf / m + _U,
-                 d.noise / m, (d.rr + _U) * (1.0 + 2 * _U) * pad, d.nu / m * pad,
-                 d.e1v / m * pad, d.e1r / m * pad)
+                 d.noise / m)
 
 
 def _fft_roundoff_l2(n: int, n1a: float, n2a: float, n1b: float, n2b: float) -> float:
@@ -151,18 +132,9 @@ def _conv(a: _Dist, b: _Dist) -> _Dist:
     e1 = a.e1 * n1b + n1a * b.e1 + a.e1 * b.e1 + r1
     einf = (min(a.einf * n1b, a.e1 * mxb) + min(n1a * b.einf, mxa * b.e1)
             + min(a.einf * b.e1, a.e1 * b.einf) + rinf)
-    rr, nu, e1v, e1r = _located(a, b, n1a, n1b, rinf, r1)
-    neg = out < 0.0
-    if neg.any():
-        # clipping: the exact values are ≥ 0, so an entry set to 0 keeps its error within
-        # its old error plus the amount clipped (put into v)
-        clip = -out[neg]
-        nu += float(clip.max()) * (1.0 + rr)
-        e1v += float(clip.sum()) * (1.0 + rr) * (1.0 + clip.size * _U)
     out = np.maximum(out, 0.0)  # exact values are ≥ 0: clipping moves towards them
-    pad = 1.0 + 2 * (nout + 8) * _U      # the computed norms n1a, n1b (recursive sums)
     d = _Dist(a.lo + b.lo, a.s, out, a.logscale + b.logscale, e1 * (1 + 8 * _U),
-              einf * (1 + 8 * _U), r1, rr, nu * pad, e1v * pad, e1r * pad)
+              einf * (1 + 8 * _U), r1)
     return _normalise(d)
 
 
@@ -179,24 +151,6 @@ def _tail_cut(t: np.ndarray, tau_s: float) -> tuple[int, float]:
             i = int(np.searchsorted(cs, tau_s, side="right"))
             return i, (float(cs[i - 1]) if i else 0.0)
         m = min(n, 8 * m)
-
-
-def _located(a: _Dist, b: _Dist, n1a: float, n1b: float, rinf: float, r1: float):
-    """(rr, nu, e1v, e1r) of ã*b̃ (see _Dist) from those of a and b and the round-off
-    (ℓ∞ rinf, ℓ1 r1) of the computed product.
-
-    With A = ã(1+ρ_a) ≥ 0 (‖A‖₁ ≤ (1+rr_a)‖ã‖₁) and likewise B, the exact product is
-    (A − v_a − r_a)*(B − v_b − r_b) = A*B − A*(v_b + r_b) − (v_a + r_a)*(B − v_b − r_b);
-    A*B = (ã*b̃)(1 + ρ') with |ρ'| ≤ (1+rr_a)(1+rr_b) − 1 (non-negative entries), and
-    ã*b̃ is the computed vector minus its round-off; A*v_b and v_a*(B − v_b) stay on the
-    lattice (Young: ‖x*y‖∞ ≤ ‖x‖₁‖y‖∞); every term with an r goes to r."""
-    rr = (1.0 + a.rr) * (1.0 + b.rr) - 1.0 + 4 * _U
-    na = (1.0 + a.rr) * n1a
-    nb = (1.0 + b.rr) * n1b
-    nu = rinf * (1.0 + rr) + na * b.nu + a.nu * (nb + b.e1v)
-    e1v = r1 * (1.0 + rr) + na * b.e1v + a.e1v * (nb + b.e1v)
-    e1r = na * b.e1r + a.e1v * b.e1r + a.e1r * (nb + b.e1v + b.e1r)
-    return rr, nu, e1v, e1r
 
 
 def _truncate(d: _Dist, tau: float, pess: bool) -> _Dist:
@@ -223,17 +177,8 @@ def _truncate(d: _Dist, tau: float, pess: bool) -> _Dist:
     dropped = m0 + m1
     dropped *= 1.0 + t.size * _U * 2
     nt = t[i0:t.size - i1]
-    if not pess:
-        return replace(d, lo=d.lo + i0, t=nt, noise=0.0)
-    # the exact object keeps the dropped entries t_j(1 + ρ_j): into r (ℓ1), or into v
-    # (ℓ∞ the largest of them) when they are many small ones (noise-level tails); both
-    # are sound, the choice only decides which is cheaper at the end (heuristic)
-    top = max(float(t[:i0].max()) if i0 else 0.0, float(t[t.size - i1:].max()) if i1 else 0.0)
-    lost = dropped * (1.0 + d.rr)
-    if top * 64.0 <= dropped:
-        return replace(d, lo=d.lo + i0, t=nt, e1=d.e1 + dropped, noise=0.0,
-                       nu=d.nu + top * (1.0 + d.rr), e1v=d.e1v + lost)
-    return replace(d, lo=d.lo + i0, t=nt, e1=d.e1 + dropped, noise=0.0, e1r=d.e1r + lost)
+    e1 = d.e1 + dropped if pess else d.e1
+    return _Dist(d.lo + i0, d.s, nt, d.logscale, e1, d.einf)
 
 
 def _coarsen_pess(d: _Dist, h: float, lam: float) -> _Dist:
@@ -259,12 +204,7 @@ def _coarsen_pess(d: _Dist, h: float, lam: float) -> _Dist:
     g = max(1.0, cu + cd)
     e1 = d.e1 * g + 6 * _U * float(out.sum())
     einf = d.einf * (1.0 + cu + cd) + 6 * _U * float(out.max())
-    # a non-negative map: ρ stays relative (plus the rounding of out and of cu, cd);
-    # v: row sums ≤ 1 + cu + cd, column sums ≤ g
-    pad = 1.0 + 8 * _U
-    return _Dist(lo // 2, d.s + 1, out, d.logscale, e1, einf, 0.0,
-                 (1.0 + d.rr) * (1.0 + 24 * _U) - 1.0, d.nu * (1.0 + cu + cd) * pad,
-                 d.e1v * g * pad, d.e1r * g * pad)
+    return _Dist(lo // 2, d.s + 1, out, d.logscale, e1, einf)
 
 
 def _coarsen_opt(d: _Dist, h: float, lam: float) -> _Dist:
@@ -350,12 +290,7 @@ def _coarsen_opt(d: _Dist, h: float, lam: float) -> _Dist:
     if nz.size:
         out = out[nz[0]:nz[-1] + 1]
         lo_c += int(nz[0])
-    # the merges are one non-negative map for the computed and the exact vector (decided
-    # against einf): ρ stays relative (plus rounding), v: row sums ≤ 6e^{3λh}
-    pad = 1.0 + 8 * _U
-    return _Dist(lo_c, d.s + 1, out, d.logscale, e1, einf, 0.0,
-                 (1.0 + d.rr) * (1.0 + 48 * _U) - 1.0, d.nu * 6.0 * e3 * pad,
-                 d.e1v * e3 * pad, d.e1r * e3 * pad)
+    return _Dist(lo_c, d.s + 1, out, d.logscale, e1, einf)
 
 
 class _Engine:
