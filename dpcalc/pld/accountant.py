@@ -186,6 +186,20 @@ def certify_epsilon(items: Sequence[tuple[DominatingPair, int]], log_delta: floa
     return None
 
 
+def _sides_log_delta_many(finals, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log lower, log upper) on δ at each ε of grid: the larger over the directions of the
+    optimistic and of the pessimistic sides' certified values."""
+    lo = np.full(grid.size, -np.inf)
+    up = np.full(grid.size, -np.inf)
+    for (_, pess), fin in finals.items():
+        v = fin.log_delta_many(grid)
+        if pess:
+            up = np.maximum(up, v)
+        else:
+            lo = np.maximum(lo, v)
+    return lo, up
+
+
 def log_delta_profile(items: Sequence[tuple[DominatingPair, int]], epsilons,
                       tolerance: float = 1e-3, focus: float | None = None,
                       log_delta_floor: float = -30.0) -> tuple[np.ndarray, np.ndarray]:
@@ -225,15 +239,7 @@ def log_delta_profile(items: Sequence[tuple[DominatingPair, int]], epsilons,
     best_up = np.zeros(n)
 
     def evaluate(i, finals):
-        lo = np.full(n, -np.inf)
-        up = np.full(n, -np.inf)
-        for (_, pess), fin in finals.items():
-            v = fin.log_delta_many(grid)
-            if pess:
-                up = np.maximum(up, v)
-            else:
-                lo = np.maximum(lo, v)
-        return lo, up
+        return _sides_log_delta_many(finals, grid)
 
     rho = _first_rho(tol)
     done = False
@@ -310,15 +316,7 @@ class Profile:
     def log_delta_many(self, epsilons) -> tuple[np.ndarray, np.ndarray]:
         """(log lower, log upper) arrays on δ at many ε, vectorised (_Final.log_delta_many)."""
         grid = np.asarray([float(e) for e in epsilons], dtype=float)
-        up = np.full(grid.size, -np.inf)
-        lo = np.full(grid.size, -np.inf)
-        for (_, pess), fin in self._finals.items():
-            v = fin.log_delta_many(grid)
-            if pess:
-                up = np.maximum(up, v)
-            else:
-                lo = np.maximum(lo, v)
-        return lo, up
+        return _sides_log_delta_many(self._finals, grid)
 
     def delta_bounds(self, epsilons) -> list[tuple[float, float]]:
         """log_delta_bounds at each ε of a list."""
