@@ -44,6 +44,12 @@ class Given(float):
         return (Given, (float(self), self.exact))
 
 
+def shown(raw: object) -> str:
+    """An input as an error message shows it: a number read from JSON (a Decimal) as
+    written, anything else as its repr (a string in quotes)."""
+    return str(raw) if isinstance(raw, Decimal) else repr(raw)
+
+
 def exact_value(x: object) -> object:
     """The exact decimal a given input was written as (the number itself otherwise)."""
     return x.exact if isinstance(x, Given) else x
@@ -111,21 +117,22 @@ class Param:
                 raise InvalidOperation
             exact = Decimal(text)  # exact for floats too (no repr round trip)
         except (InvalidOperation, TypeError, ValueError):
-            raise DomainError(f"{self.option} must be {self.range_text()}, got {raw!r}") from None
+            raise DomainError(f"{self.option} must be {self.range_text()}, "
+                              f"got {shown(raw)}") from None
         if not exact.is_finite():
-            raise DomainError(f"{self.option} must be {self.range_text()}, got {raw!r}")
+            raise DomainError(f"{self.option} must be {self.range_text()}, got {shown(raw)}")
         if exact.copy_abs() > _MAX_DOUBLE:
-            raise DomainError(f"{self.option} must be {self.range_text()}, got {raw!r} "
+            raise DomainError(f"{self.option} must be {self.range_text()}, got {shown(raw)} "
                               "(beyond the double range)")
         self._check_range(exact, raw)
         if self.integer:
             if exact != exact.to_integral_value():
-                raise DomainError(f"{self.option} must be {self.range_text()}, got {raw!r}")
+                raise DomainError(f"{self.option} must be {self.range_text()}, got {shown(raw)}")
             return int(exact)
         if exact != 0 and exact.copy_abs() < _MIN_NORMAL:
             if not self.tiny_ok:
                 raise DomainError(f"{self.option} must be {self.range_text()} and not below "
-                                  f"{MIN_NORMAL:.4g} in magnitude, got {raw!r}")
+                                  f"{MIN_NORMAL:.4g} in magnitude, got {shown(raw)}")
             return exact
         return self._to_double(exact, raw)
 
@@ -140,7 +147,7 @@ class Param:
             try:
                 self._check_range(Decimal(value), raw)
             except DomainError:
-                raise DomainError(f"{self.option} must be {self.range_text()}, got {raw!r}, "
+                raise DomainError(f"{self.option} must be {self.range_text()}, got {shown(raw)}, "
                                   f"which rounds to {value!r} in double precision (read "
                                   f"{self.input_rounding}wards, the private side)") from None
             return Given(value, exact)
@@ -155,7 +162,7 @@ class Param:
             high_d = Decimal(repr(high))
             too_high = exact > high_d or (self.high_open and exact == high_d)
         if too_low or too_high:
-            raise DomainError(f"{self.option} must be {self.range_text()}, got {raw!r}")
+            raise DomainError(f"{self.option} must be {self.range_text()}, got {shown(raw)}")
 
 
 def _fmt(x: float) -> str:

@@ -254,3 +254,15 @@ def test_unknown_fields_of_a_registered_mechanism_are_named():
     assert proc.stderr.strip() == ('dpcalc: error: --from: record 1: unknown field "sigma" for '
                                    "subsampled-laplace (fields: q, scale, sensitivity, steps, "
                                    "count)")
+
+
+@pytest.mark.parametrize("records, message", [
+    ([{"mechanism": "gaussian", "sigma": -1.5}],
+     'dpcalc: error: --from: record 1: "sigma" must be a number in (0, inf), got -1.5'),
+    ([{"mechanism": "subsampled-laplace", "q": 0.1, "scale": 2, "steps": 1e12}],
+     "dpcalc: error: --from: record 1: 1e+12 compositions; plans account for at most 1e+09"),
+])
+def test_record_errors_show_numbers_as_written_and_cap_compositions(records, message):
+    proc = dpcalc("compose", "--from", "-", "--total-delta", "1e-5",
+                  stdin=json.dumps(records))
+    assert proc.returncode == 2 and proc.stderr.strip() == message

@@ -16,7 +16,7 @@ from dpcalc.api._common import comparison_failures, failure_note
 from dpcalc.errors import InfeasibleError, UsageError
 from dpcalc.numeric.directed import exp_up, log_of
 from dpcalc.numeric.logspace import log_sub, log_sum
-from dpcalc.params import INF, SENSITIVITY, SIGMA, Param, exact_value
+from dpcalc.params import INF, SENSITIVITY, SIGMA, Param, exact_value, shown
 from dpcalc.references import REFS
 from dpcalc.result import Comparison, Result
 from dpcalc.solve import solve_unknown
@@ -129,7 +129,7 @@ def _count(rec: dict, position: int) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int | Decimal) or raw != int(raw) \
             or raw < 1:
         raise UsageError(f'--from: record {position}: "count" must be an integer >= 1, '
-                         f"got {raw!r}")
+                         f"got {shown(raw)}")
     if raw > MAX_LISTED:
         raise UsageError(f'--from: record {position}: "count" {int(raw)} is more than '
                          f"{MAX_LISTED} mechanisms for --method optimal|advanced|basic; "

@@ -25,7 +25,7 @@ from dpcalc.api.compose_list import MECH_DELTA, MECH_EPSILON, TOTAL_EPSILON  # n
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
 from dpcalc.mechanisms import records
 from dpcalc.numeric.directed import UNIT_ROUNDOFF, exp_up, log_of
-from dpcalc.params import INF, SCALE, SENSITIVITY, SIGMA, Param
+from dpcalc.params import INF, SCALE, SENSITIVITY, SIGMA, Param, shown
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
 from dpcalc.solve import solve_unknown
@@ -75,7 +75,7 @@ class _Rec:
 
 def _fail(pos: int, name: str, param: Param, raw: object):
     return DomainError(f'--from: record {pos}: "{name}" must be {param.range_text()}, '
-                       f"got {raw!r}")
+                       f"got {shown(raw)}")
 
 
 def _number(pos: int, name: str, raw: object, nulls: list):
@@ -193,6 +193,9 @@ def _items_of(r: _Rec, v: dict, count: int) -> list:
     if r.kind in registered:   # a registered mechanism builds its own pair
         record = registered[r.kind]
         repeats = int(v[record.repeats]) if record.repeats else 1
+        if count * repeats > MAX_STEPS:
+            raise DomainError(f"--from: record {r.position}: {count * repeats:.3g} "
+                              f"compositions; plans account for at most {MAX_STEPS:.0e}")
         return [(pair_class(r.kind).from_record(v), count * repeats)]
     if r.kind == "point":
         return [(pair_class("eps-delta")(float(v["epsilon"]), log_of(v["delta"])), count)]
