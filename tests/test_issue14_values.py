@@ -124,3 +124,12 @@ def test_one_step_bracket_holds_where_tilted_masses_underflow(q, sigma, eps):
     exact = _one_step_log_delta(q, sigma, eps)
     lo, up = pld.log_delta_bounds(q, sigma, 1, eps)
     assert lo <= exact <= up
+
+
+def test_q_solve_below_the_pld_domain_says_what_it_cannot_certify():
+    # the cheap probes keep the PLD's domain (q >= PLD_Q_MIN) like the full evaluation; a
+    # target only rates below it could meet is refused with what was tried, not "no q"
+    from dpcalc.errors import InfeasibleError
+
+    with pytest.raises(InfeasibleError, match="PLD certifies .* a smaller q may meet it"):
+        dpsgd(sigma=0.48, steps=13305, epsilon=0.4823, delta=8.673e-236, compare=False)

@@ -78,6 +78,8 @@ def _pld_epsilon(q, sigma, steps, log_delta, tolerance):
 def _pld_epsilon_upper(q, sigma, steps, log_delta, tolerance, stop_above=math.inf):
     from dpcalc.relations import pld
 
+    _check_rate(q)  # the same domain as _pld_epsilon: below it, the fallback answers
+
     def run(*args):
         value = pld.epsilon_upper(*args)
         # +inf above a finite stop_above is an answer ("not below it"), not a failure

@@ -465,6 +465,13 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
                              low=low, low_open=True, rtol=rtol, guess=guess,
                              guess_rtol=guess_rtol), None
     except InfeasibleError:
+        if low == 0.0 and acc.name == "pld":
+            from dpcalc.accountants.dpsgd import PLD_Q_MIN
+
+            raise InfeasibleError(
+                f"no q meets the target that the PLD certifies (it accounts for q >= "
+                f"{PLD_Q_MIN:g}; below, the RDP fallback certifies none either); a smaller "
+                "q may meet it") from None
         if low == 0.0:
             raise
         raise InfeasibleError(f"no q >= {low:.3g} meets the target (a smaller q would need more "
