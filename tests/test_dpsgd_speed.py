@@ -167,3 +167,87 @@ def test_clt_guesses_are_close_to_the_pld_answers():
     q = rel.clt_q_guess(2.0, 1.0, LOG_1E5, steps=3000)
     assert q == pytest.approx(0.009022, rel=0.05)
     assert rel.clt_sigma_guess(0.01, 10000, 1.0, -800.0) is None
+
+
+# -- points implied by points already evaluated (monotone ε: ZDW22; DR14 Prop. 2.1) ----------
+
+MNIST_Q = 256 / 60000
+
+
+def _no_evaluation(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("evaluated although implied")
+
+    monkeypatch.setattr(api.Accountant, "_epsilon", refuse)
+    import dpcalc.accountants.dpsgd as acc_mod
+
+    monkeypatch.setattr(acc_mod, "evaluate_upper", refuse)
+
+
+def test_a_pass_is_implied_by_a_costlier_passing_point_and_is_sound(monkeypatch):
+    acc = api.Accountant("pld", 1e-3)
+    bound, _ = acc.epsilon(MNIST_Q, 1.0, 20000, LOG_1E5)
+    target = bound * 1.0001
+    assert acc.holds(MNIST_Q, 1.0, 20000, target, LOG_1E5)
+    # fewer steps, more noise, a smaller rate: each is implied without an evaluation
+    fresh = api.Accountant("pld", 1e-3)
+    with monkeypatch.context() as m:
+        _no_evaluation(m)
+        for point in [(MNIST_Q, 1.0, 19000), (MNIST_Q, 1.05, 20000),
+                      (MNIST_Q * 0.9, 1.0, 20000), (MNIST_Q * 0.9, 1.2, 100)]:
+            assert acc.holds(point[0], point[1], point[2], target, LOG_1E5)
+            assert acc.note_at(point[0], point[1], point[2], LOG_1E5) == ""
+    # sound: each implied point's own certified bracket starts below the target
+    for point in [(MNIST_Q, 1.0, 19000), (MNIST_Q * 0.9, 1.0, 20000)]:
+        upper, (lower, _) = fresh.epsilon(point[0], point[1], point[2], LOG_1E5)
+        assert lower <= upper <= target
+
+
+def test_nothing_is_implied_across_deltas_or_in_the_other_direction(monkeypatch):
+    acc = api.Accountant("pld", 1e-3)
+    bound, _ = acc.epsilon(MNIST_Q, 1.0, 20000, LOG_1E5)
+    target = bound * 1.0001
+    calls = []
+    real = api.Accountant._epsilon
+
+    def counted(self, *args):
+        calls.append(args)
+        return real(self, *args)
+
+    monkeypatch.setattr(api.Accountant, "_epsilon", counted)
+    import dpcalc.accountants.dpsgd as acc_mod
+
+    real_upper = acc_mod.evaluate_upper
+    monkeypatch.setattr(acc_mod, "evaluate_upper",
+                        lambda *a, **k: calls.append(a) or real_upper(*a, **k))
+    acc.holds(MNIST_Q, 1.0, 21000, target, LOG_1E5)        # costlier: evaluated
+    acc.holds(MNIST_Q, 1.0, 19000, target, math.log(2e-5))  # another δ: evaluated
+    assert len(calls) >= 2
+
+
+def test_a_fail_is_implied_only_by_a_refined_evaluation(monkeypatch):
+    acc = api.Accountant("pld", 1e-3)
+    bound, _ = acc.epsilon(MNIST_Q, 1.0, 20000, LOG_1E5)
+    below = bound * 0.999
+    with monkeypatch.context() as m:
+        _no_evaluation(m)
+        assert acc.holds(MNIST_Q, 1.0, 20001, below, LOG_1E5) is False
+        assert acc.holds(MNIST_Q, 0.99, 20000, below, LOG_1E5) is False
+    # a cheap (first-pass) bound above the target never implies a fail
+    other = api.Accountant("pld", 1e-3)
+    cheap = other.upper(MNIST_Q, 1.0, 20000, LOG_1E5)
+    other._seen.clear()
+    assert other._implied((MNIST_Q, 1.0, 20001, LOG_1E5), cheap * 0.999) is None
+
+
+def test_asking_the_full_evaluation_first_never_changes_a_verdict():
+    """``_likely_fails`` only skips the cheap pass: holds then decides on the full bound,
+    which is what it decides on whenever the cheap bound fails."""
+    acc = api.Accountant("pld", 1e-3)
+    sigma = 0.9684903579904066
+    assert acc.holds(MNIST_Q, sigma, 14063, 3.0, LOG_1E5)
+    for s in (sigma * (1 - 1.4e-5), sigma * (1 - 1e-7)):
+        assert acc._likely_fails((MNIST_Q, s, 14063, LOG_1E5), 3.0)
+        fresh = api.Accountant("pld", 1e-3)
+        assert acc.holds(MNIST_Q, s, 14063, 3.0, LOG_1E5) == \
+            fresh.holds(MNIST_Q, s, 14063, 3.0, LOG_1E5)

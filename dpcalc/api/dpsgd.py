@@ -92,6 +92,9 @@ class Accountant:
         self._seen: dict[tuple, tuple[float, tuple[float, float] | None]] = {}
         self._notes: dict[tuple, str] = {}  # the fallback note of each ε point, if any
         self._upper: dict[tuple, float | None] = {}  # the cheap upper bound of ε points
+        # set once a full evaluation near a solve's root gave the cheap bound unchanged (the
+        # first pass met the tolerance): the secant then aims with the cheap bound alone
+        self._first_pass_final = False
 
     def _evaluated_sigma(self, sigma: float) -> float:
         if sigma <= SIGMA_EVAL_MAX:
@@ -148,7 +151,59 @@ class Accountant:
         cheap = self.upper(q, sigma, steps, log_delta)
         if cheap <= target or cheap > target * (1.0 + max(0.02, 20.0 * self.tolerance)):
             return cheap
-        return self.epsilon(q, sigma, steps, log_delta)[0]
+        if self._first_pass_final:
+            return cheap  # a refinement nearby changed nothing: aim with the cheap bound
+        value = self.epsilon(q, sigma, steps, log_delta)[0]
+        self._first_pass_final = value == cheap
+        return value
+
+    def _implied(self, key: tuple, epsilon: float) -> bool | None:
+        """What the points already evaluated at this δ say about ``key`` for the target ε.
+
+        The true ε never decreases as q or the steps grow or as σ shrinks (Poisson
+        subsampling at a smaller rate is subsampling then thinning, more noise is
+        post-processing, a longer run composes more) [ZDW22, Sec. 3; DR14, Prop. 2.1]. So a
+        certified upper bound at a point that is at least as private-costly (q', T' ≥ and
+        σ' ≤) is a certified upper bound here: a pass is implied, and recorded as this
+        point's bound, with no fallback note (only the PLD's own bounds are used). A point
+        at most as costly whose refined bound exceeds the target is taken to imply a fail,
+        the monotonicity every bisection here already assumes; an answer is still only
+        ever a passing point. None: nothing is implied, evaluate."""
+        q, sigma, steps, log_delta = key
+        for known, bound in self._known():
+            kq, ks, kt, kd = known
+            if kd != log_delta:
+                continue
+            if bound <= epsilon and kq >= q and ks <= sigma and kt >= steps:
+                self._upper[key] = bound
+                return True
+            if bound > epsilon and kq <= q and ks >= sigma and kt <= steps \
+                    and known in self._seen:
+                return False
+        return None
+
+    def _likely_fails(self, key: tuple, epsilon: float) -> bool:
+        """A point just beyond a passing one whose bound is within 1e-4 of the target (a
+        solver certifying its root): the cheap bound would most likely not decide it, so
+        the full evaluation (which decides alone: its upper bound is at most the cheap
+        one) is asked at once. Only a matter of cost."""
+        if self.name != "pld":
+            return False
+        q, sigma, steps, log_delta = key
+        for (kq, ks, kt, kd), bound in self._known():
+            if kd == log_delta and epsilon * (1.0 - 1e-4) <= bound <= epsilon \
+                    and kq <= q and ks >= sigma and kt <= steps:
+                return True
+        return False
+
+    def _known(self):
+        """(point, certified upper bound on ε) of the PLD's own evaluations so far."""
+        for known, (value, _) in self._seen.items():
+            if not self._notes.get(known) and math.isfinite(value):
+                yield known, value
+        for known, bound in self._upper.items():
+            if bound is not None and math.isfinite(bound) and known not in self._seen:
+                yield known, bound
 
     def note_at(self, q: float, sigma: float, steps: int, log_delta: float) -> str:
         """The fallback note of the ε point that certifies an answer ("" when none)."""
@@ -203,9 +258,13 @@ class Accountant:
         upper bound is at most the cheap one) does, so the answer is the full evaluation's."""
         sigma = self._evaluated_sigma(sigma)
         key = (q, sigma, steps, log_delta)
+        if key not in self._seen and key not in self._upper and self.name == "pld":
+            implied = self._implied(key, epsilon)
+            if implied is not None:
+                return implied
         if key not in self._seen:
             quick = self._upper.get(key)
-            if key not in self._upper:
+            if key not in self._upper and not self._likely_fails(key, epsilon):
                 from dpcalc.accountants.dpsgd import evaluate_upper
 
                 # stop_above: a bound certainly above the target ends the cheap pass early
