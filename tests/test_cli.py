@@ -230,3 +230,21 @@ def test_gaussian_delta_exact_where_second_term_is_subnormal():
         e = mpmath.mpf(149.7)
         truth = mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
         assert mpmath.mpf(got) >= truth
+
+
+@pytest.mark.parametrize("args", [
+    ["dpsgd", "--help"], ["--debug", "gaussian", "--help"], ["batch", "--help"],
+    ["compose", "--epsilon", "1", "--delta", "0", "--k", "3", "--json"],
+    ["laplace", "--scale", "1", "--eps", "1"], ["rdp", "--sigma", "1", "--sigma", "2"],
+    ["subsample"], ["gaussian", "--sigma", "1", "--delta", "1e-5", "extra"],
+])
+def test_a_command_parses_the_same_from_the_one_command_app(capsys, monkeypatch, args):
+    """main() builds only the named command's options (``_app_for``): same output, same
+    status as the full app, for help, answers and usage errors."""
+    import dpcalc.cli as cli
+
+    assert cli._app_for(args) is not cli.app
+    slim = run(capsys, *args)
+    monkeypatch.setattr(cli, "_app_for", lambda a: cli.app)
+    full = run(capsys, *args)
+    assert (slim.out, slim.err, slim.code) == (full.out, full.err, full.code)
