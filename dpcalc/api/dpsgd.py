@@ -160,25 +160,25 @@ class Accountant:
     def _implied(self, key: tuple, epsilon: float) -> bool | None:
         """What the points already evaluated at this δ say about ``key`` for the target ε.
 
-        The true ε never decreases as q or the steps grow or as σ shrinks (Poisson
-        subsampling at a smaller rate is subsampling then thinning, more noise is
-        post-processing, a longer run composes more) [ZDW22, Sec. 3; DR14, Prop. 2.1]. So a
-        certified upper bound at a point that is at least as private-costly (q', T' ≥ and
-        σ' ≤) is a certified upper bound here: a pass is implied, and recorded as this
-        point's bound, with no fallback note (only the PLD's own bounds are used). A point
-        at most as costly whose refined bound exceeds the target is taken to imply a fail,
-        the monotonicity every bisection here already assumes; an answer is still only
-        ever a passing point. None: nothing is implied, evaluate."""
+        The true ε never decreases as q or the steps grow or as σ shrinks: more noise is
+        post-processing [DR14, Prop. 2.1], a longer run composes more, and Poisson
+        subsampling at a rate q' ≤ q is subsampling at q then keeping each chosen record
+        with probability q'/q, a pre-processing that never costs privacy [BBG18]. So a
+        certified upper bound at a point at least as costly (q', T' ≥ and σ' ≤) is a
+        certified upper bound here: a pass is implied, and recorded as this point's bound,
+        with no fallback note (only the PLD's own bounds are used). Else a point at most as
+        costly whose refined bound exceeds the target is taken to imply a fail, the
+        monotonicity every bisection here already assumes; an answer is still only ever a
+        passing point. None: nothing is implied, evaluate."""
         q, sigma, steps, log_delta = key
-        for known, bound in self._known():
-            kq, ks, kt, kd = known
-            if kd != log_delta:
-                continue
+        known = [(k, bound) for k, bound in self._known() if k[3] == log_delta]
+        for (kq, ks, kt, _), bound in known:
             if bound <= epsilon and kq >= q and ks <= sigma and kt >= steps:
                 self._upper[key] = bound
                 return True
-            if bound > epsilon and kq <= q and ks >= sigma and kt <= steps \
-                    and known in self._seen:
+        for k, bound in known:
+            if bound > epsilon and k[0] <= q and k[1] >= sigma and k[2] <= steps \
+                    and k in self._seen:
                 return False
         return None
 
