@@ -5,7 +5,9 @@ Each line names a command and its options (names with ``_``, as in the Python AP
 answered by the same API function as ``dpcalc <command> … --json``, with the same defaults, so
 the Result (and therefore the JSON object) is the same. A bad line is answered with its error
 and never stops the others. Identical accountings are shared between lines (see
-``dpcalc.api.dpsgd.shared_accounting``).
+``dpcalc.api.dpsgd.shared_accounting``). With ``workers`` > 1 (``dpcalc batch``: one per core)
+the lines are answered in worker processes (``dpcalc.api._batch_workers``): the same answers,
+in the same order.
 
 Input rules (README "Many questions at once"):
 - numbers are read as their exact text (as on the command line: ``1e-400`` stays exact);
@@ -320,10 +322,10 @@ def answering(lines: Iterable[str | bytes], workers: int = 1) -> Iterator[Iterat
     """The answers of ``run``, as a block: with ``workers`` > 1 the worker processes start on
     entering it (``dpcalc.api._batch_workers``; in-process where they cannot) and are ended
     and reaped on leaving it, however it is left."""
-    lines = list(lines)
     if workers > 1:
         from dpcalc.api import _batch_workers
 
+        lines = list(lines)
         pool = _batch_workers.start(lines, workers)
         if pool is not None:
             with pool:
@@ -336,7 +338,7 @@ def answering(lines: Iterable[str | bytes], workers: int = 1) -> Iterator[Iterat
         answers.close()
 
 
-def _in_process(lines: list[str | bytes]) -> Iterator[Answer]:
+def _in_process(lines: Iterable[str | bytes]) -> Iterator[Answer]:
     from dpcalc.api.dpsgd import shared_accounting
 
     with shared_accounting():
