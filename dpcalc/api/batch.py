@@ -5,7 +5,9 @@ Each line names a command and its options (names with ``_``, as in the Python AP
 answered by the same API function as ``dpcalc <command> … --json``, with the same defaults, so
 the Result (and therefore the JSON object) is the same. A bad line is answered with its error
 and never stops the others. Identical accountings are shared between lines (see
-``dpcalc.api.dpsgd.shared_accounting``).
+``dpcalc.api.dpsgd.shared_accounting``). With ``workers`` > 1 (``dpcalc batch``: one per core)
+the lines are answered in worker processes (``dpcalc.api._batch_workers``): the same answers,
+in the same order.
 
 Input rules (README "Many questions at once"):
 - numbers are read as their exact text (as on the command line: ``1e-400`` stays exact);
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -270,6 +273,18 @@ def _error(exc: BaseException) -> tuple[str, int]:
             int(ExitStatus.INTERNAL))
 
 
+def is_question(text: str | bytes) -> bool:
+    """False for a blank line or a ``#`` comment (no output line); True for any other line,
+    one that is not UTF-8 included (it is answered with an error)."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return True
+    stripped = text.strip()
+    return bool(stripped) and not stripped.startswith("#")
+
+
 def answer_line(text: str | bytes, line: int) -> Answer | None:
     """Answer one input line, text or UTF-8 bytes (None for a blank line or a ``#`` comment)."""
     if isinstance(text, bytes):
@@ -278,12 +293,11 @@ def answer_line(text: str | bytes, line: int) -> Answer | None:
         except UnicodeDecodeError:
             return Answer(line, error="the line is not UTF-8 text",
                           exit_status=int(ExitStatus.BAD_INPUT))
-    stripped = text.strip()
-    if not stripped or stripped.startswith("#"):
+    if not is_question(text):
         return None
     obj: dict[str, Any] = {}
     try:
-        obj = parse_line(stripped)
+        obj = parse_line(text)
         result, status = answer(obj)
         return Answer(line, _id_json(obj), result=result, exit_status=status)
     except KeyboardInterrupt:
@@ -296,8 +310,35 @@ def answer_line(text: str | bytes, line: int) -> Answer | None:
         return Answer(line, _id_json(obj), error=message, exit_status=status, trace=trace)
 
 
-def run(lines: Iterable[str | bytes]) -> Iterator[Answer]:
-    """Answer each question line in order, sharing identical accountings between lines."""
+def run(lines: Iterable[str | bytes], workers: int = 1) -> Iterator[Answer]:
+    """Answer each question line in order, sharing identical accountings between lines;
+    ``workers`` > 1: in that many worker processes, with the same answers in the same order."""
+    with answering(lines, workers) as answers:
+        yield from answers
+
+
+@contextmanager
+def answering(lines: Iterable[str | bytes], workers: int = 1) -> Iterator[Iterator[Answer]]:
+    """The answers of ``run``, as a block: with ``workers`` > 1 the worker processes start on
+    entering it (``dpcalc.api._batch_workers``; in-process where they cannot) and are ended
+    and reaped on leaving it, however it is left."""
+    if workers > 1:
+        from dpcalc.api import _batch_workers
+
+        lines = list(lines)
+        pool = _batch_workers.start(lines, workers)
+        if pool is not None:
+            with pool:
+                yield iter(pool)
+            return
+    answers = _in_process(lines)
+    try:
+        yield answers
+    finally:
+        answers.close()
+
+
+def _in_process(lines: Iterable[str | bytes]) -> Iterator[Answer]:
     from dpcalc.api.dpsgd import shared_accounting
 
     with shared_accounting():
@@ -317,8 +358,9 @@ def exit_status(statuses: Iterable[int]) -> int:
     return 0
 
 
-def batch(lines: Iterable[str] | str) -> list[Answer]:
-    """The Python API: answer every question of ``lines`` (a string is split into lines)."""
+def batch(lines: Iterable[str] | str, workers: int = 1) -> list[Answer]:
+    """The Python API: answer every question of ``lines`` (a string is split into lines), in
+    ``workers`` processes (1: in this one; see ``run``)."""
     if isinstance(lines, str):
         lines = lines.splitlines()
-    return list(run(lines))
+    return list(run(lines, workers))

@@ -78,16 +78,23 @@ def batch(
     "delta": 1e-5, "id": 7}, answered with the object that dpcalc dpsgd … --json prints
     (with the "id"); a bad line is answered with {"id", "line", "error", "exit_status"} and
     the others still run. Blank lines and # comments are skipped. Exit status: 2 if any line
-    was bad, else 1 if a gate failed or a target was infeasible, else 0.
+    was bad, else 1 if a gate failed or a target was infeasible, else 0. The lines are
+    answered on all CPU cores (DPCALC_BATCH_WORKERS=N: N processes, 1: one), output in order.
 
     Example: dpcalc batch questions.jsonl > answers.jsonl
     """
+    import os
+
+    from dpcalc.api import _batch_workers as workers
     from dpcalc.api import batch as api
 
     lines = _read(input)
+    count = workers.worker_count(sum(map(api.is_question, lines)),
+                                 os.environ.get(workers.WORKERS_ENV))
     statuses: list[int] = []
-    with _Progress(len(lines)) as progress:
-        for answer in api.run(lines):
+    # the workers start first: no fork once the progress bar's thread runs
+    with api.answering(lines, count) as answers, _Progress(len(lines)) as progress:
+        for answer in answers:
             sys.stdout.write(render_answer(answer))
             sys.stdout.flush()
             if debug and answer.trace:
