@@ -249,3 +249,24 @@ def test_heterogeneous_gaussian_plans_bracket_the_truth(sigmas, counts, eps):
     lo, up = accountant.log_delta_bounds(items, eps)
     exact = gauss_log_delta(mu, eps)
     assert lo <= exact <= up
+
+
+def test_heavy_selection_is_the_k_largest_when_they_carry_half():
+    """pmf._heavy partitions only the entries ≥ total/(16k) when there are k of them: the
+    same k largest as a partition of the whole vector."""
+    import numpy as np
+
+    from dpcalc.pld.pmf import _heavy
+
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        n = int(rng.integers(200, 5000))
+        t = rng.exponential(size=n) * 1e-6
+        spikes = rng.choice(n, size=int(rng.integers(1, 40)), replace=False)
+        t[spikes] += rng.exponential(size=spikes.size) * (1.0 if trial % 3 else 1e-4)
+        got = _heavy(t)
+        top = np.sort(t)[-16:]
+        if top.sum() >= 0.5 * t.sum() and t.size > 128:
+            assert got is not None and np.array_equal(np.sort(t[got]), top)
+        else:
+            assert got is None

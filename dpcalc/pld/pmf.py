@@ -64,7 +64,14 @@ def _heavy(t: np.ndarray, k: int = 16):
     total = float(t.sum())
     if float(t.max()) * k < 0.5 * total:
         return None        # k entries of at most the maximum cannot carry half: no selection
-    idx = np.argpartition(t, t.size - k)[t.size - k:]
+    # the k largest lie among the entries ≥ thr when there are at least k of them (at most
+    # 16k·(1 + 1/…) such entries): partition those alone, not the whole vector
+    thr = total / (16.0 * k)
+    cand = np.flatnonzero(t >= thr)
+    if cand.size >= k:
+        idx = cand[np.argpartition(t[cand], cand.size - k)[cand.size - k:]]
+    else:
+        idx = np.argpartition(t, t.size - k)[t.size - k:]
     return idx if float(t[idx].sum()) >= 0.5 * total else None
 
 
