@@ -270,3 +270,23 @@ def test_heavy_selection_is_the_k_largest_when_they_carry_half():
             assert got is not None and np.array_equal(np.sort(t[got]), top)
         else:
             assert got is None
+
+
+def test_tier_positions_are_sorted_distinct_in_range_with_the_whole_bulk():
+    import numpy as np
+
+    from dpcalc.pld.plan import _tier_positions
+
+    rng = np.random.default_rng(3)
+    for _ in range(500):
+        j_lo = int(rng.integers(-5000, 1))
+        j_hi = j_lo + int(rng.integers(0, 20000))
+        h = float(rng.uniform(1e-4, 1e-2))
+        lower = sorted(rng.uniform(j_lo * h * 1.2, j_hi * h, 4), reverse=True)
+        upper = sorted(rng.uniform(j_lo * h, j_hi * h * 1.2, 4))
+        got = _tier_positions(j_lo, j_hi, h, lower, upper, float(rng.choice([np.inf, 3, 17])))
+        assert got[0] == j_lo and got[-1] == j_hi and np.all(np.diff(got) > 0)
+        bulk_lo = max(j_lo, min(j_hi, int(np.floor(lower[0] / h))))
+        bulk_hi = max(j_lo, min(j_hi, int(np.ceil(upper[0] / h))))
+        if bulk_lo <= bulk_hi:   # stride 1 over the bulk
+            assert np.isin(np.arange(bulk_lo, bulk_hi + 1), got).all()

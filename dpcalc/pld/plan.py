@@ -197,8 +197,12 @@ def _tier_positions(j_lo: int, j_hi: int, h: float, lower, upper,
         b = b_hi[k + 1] if k < 4 else j_hi
         if b > a:
             pieces.append(np.arange(-((-a - 1) // stride) * stride, b + 1, stride))
-    jpos = np.unique(np.concatenate(pieces))
-    return jpos[(jpos >= j_lo) & (jpos <= j_hi)]
+    # the sorted distinct indices in [j_lo, j_hi] (a mask: np.unique hashes and sorts)
+    keep = np.zeros(j_hi - j_lo + 1, dtype=bool)
+    for piece in pieces:
+        piece = piece[(piece >= j_lo) & (piece <= j_hi)]
+        keep[piece - j_lo] = True
+    return np.flatnonzero(keep) + j_lo
 
 
 def _log_tilted_below(pair: DominatingPair, direction: str, ell0: float,
