@@ -282,8 +282,9 @@ def test_tier_positions_are_sorted_distinct_in_range_with_the_whole_bulk():
         j_lo = int(rng.integers(-5000, 1))
         j_hi = j_lo + int(rng.integers(0, 20000))
         h = float(rng.uniform(1e-4, 1e-2))
-        lower = sorted(rng.uniform(j_lo * h * 1.2, j_hi * h, 4), reverse=True)
-        upper = sorted(rng.uniform(j_lo * h, j_hi * h * 1.2, 4))
+        span = (j_hi - j_lo + 1) * h
+        lower = sorted(rng.uniform(j_lo * h - 0.2 * span, j_hi * h, 4), reverse=True)
+        upper = sorted(rng.uniform(j_lo * h, j_hi * h + 0.2 * span, 4))
         got = _tier_positions(j_lo, j_hi, h, lower, upper, float(rng.choice([np.inf, 3, 17])))
         assert got[0] == j_lo and got[-1] == j_hi and np.all(np.diff(got) > 0)
         bulk_lo = max(j_lo, min(j_hi, int(np.floor(lower[0] / h))))
