@@ -46,16 +46,22 @@ def _keep_heap() -> None:
     The PLD engine allocates and frees arrays of 0.1-30 MB hundreds of times per question;
     by default glibc maps each one afresh (mmap above 128 kB), so every allocation pays page
     faults (about 0.1 s of system time on a σ solve). A short-lived process loses nothing by
-    keeping them. Only the executable does this (never ``import dpcalc``), only with glibc,
-    and never when the user has tuned malloc through its environment variables."""
-    if any(key.startswith("MALLOC_") for key in os.environ):
+    keeping them. Only the executable does this (never ``import dpcalc``), only on Linux
+    with glibc, and never when the user has tuned malloc (``MALLOC_*`` or malloc tunables in
+    ``GLIBC_TUNABLES``)."""
+    if not sys.platform.startswith("linux") or any(
+            key.startswith("MALLOC_") for key in os.environ) or "malloc" in os.environ.get(
+            "GLIBC_TUNABLES", ""):
         return
     try:
         import ctypes
 
         mallopt = ctypes.CDLL(None).mallopt
-    except (ImportError, OSError, AttributeError):
-        return                       # not glibc (macOS, musl, Windows): nothing to tune
-    mallopt(_M_MMAP_THRESHOLD, 256 << 20)
-    mallopt(_M_TRIM_THRESHOLD, 512 << 20)
-    mallopt(_M_TOP_PAD, 64 << 20)
+        # 32 MB: the largest threshold every glibc accepts on 64 bits (mallopt(3)); one that
+        # refuses it keeps its defaults (a trim threshold alone would switch off the dynamic
+        # mmap threshold)
+        if mallopt(_M_MMAP_THRESHOLD, 32 << 20) == 1:
+            mallopt(_M_TRIM_THRESHOLD, 512 << 20)
+            mallopt(_M_TOP_PAD, 64 << 20)
+    except (ImportError, OSError, AttributeError, TypeError, ValueError):
+        return                       # not glibc (musl has no mallopt symbol): nothing to tune

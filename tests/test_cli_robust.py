@@ -466,3 +466,40 @@ def test_the_executable_runs_numpy_single_threaded_unless_told_otherwise(monkeyp
     with pytest.raises(SystemExit):
         entry.run()
     assert seen["threads"] == "2"
+
+
+def test_keep_heap_never_fails_the_executable(monkeypatch):
+    """_entry._keep_heap tunes glibc's malloc on Linux only; elsewhere, or when ctypes cannot
+    load the C library (Windows' CDLL(None) raises TypeError), it does nothing."""
+    import ctypes
+
+    from dpcalc import _entry
+
+    calls = []
+
+    class FakeLibc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 0 if not calls[1:] else 1      # refuses the mmap threshold
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: FakeLibc())
+    for key in [k for k in os.environ if k.startswith("MALLOC_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    monkeypatch.setattr(_entry.sys, "platform", "linux")
+    _entry._keep_heap()
+    assert calls == [(-3, 32 << 20)]           # refused: the other settings are left alone
+    monkeypatch.setattr(_entry.sys, "platform", "win32")
+    _entry._keep_heap()
+    assert len(calls) == 1                     # not Linux: untouched
+
+    def broken(name):
+        raise TypeError("argument of type 'NoneType' is not iterable")
+
+    monkeypatch.setattr(_entry.sys, "platform", "linux")
+    monkeypatch.setattr(ctypes, "CDLL", broken)
+    _entry._keep_heap()                        # no exception
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: FakeLibc())
+    _entry._keep_heap()
+    assert len(calls) == 1                     # the user's own malloc settings win

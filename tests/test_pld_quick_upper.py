@@ -106,3 +106,18 @@ def test_dpsgd_curve_json_points_are_upper_bounds(capsys):
     for p in curve:
         low = pld.epsilon_bounds(0.02, 1.5, p["steps"], math.log(1e-5))[0]
         assert p["epsilon"] >= low and "lower" not in p
+
+
+def test_kept_compositions_never_lose_a_side_they_are_about_to_read():
+    """Review repro: a cheap pass keeps the pessimistic side; four more points push the store
+    to its cap; the full bracket of the first point then adds its optimistic side, and the
+    trimming must not evict the pessimistic one before it is read (was a KeyError)."""
+    from dpcalc.pld.compose import keeping_compositions
+
+    ld = math.log(1e-5)
+    with keeping_compositions():
+        pld.epsilon_upper(0.01, 1.0, 1000, ld)
+        for t in (1100, 1200, 1300):
+            pld.epsilon_upper(0.01, 1.0, t, ld)
+        kept = pld.epsilon_bounds(0.01, 1.0, 1000, ld)
+    assert kept == pld.epsilon_bounds(0.01, 1.0, 1000, ld)

@@ -157,30 +157,24 @@ class Accountant:
         self._first_pass_final = value == cheap
         return value
 
-    def _implied(self, key: tuple, epsilon: float) -> bool | None:
-        """What the points already evaluated at this δ say about ``key`` for the target ε.
-
-        The true ε never decreases as q or the steps grow or as σ shrinks: more noise is
-        post-processing [DR14, Prop. 2.1], a longer run composes more, and Poisson
-        subsampling at a rate q' ≤ q is subsampling at q then keeping each chosen record
-        with probability q'/q, a pre-processing that never costs privacy [BBG18]. So a
-        certified upper bound at a point at least as costly (q', T' ≥ and σ' ≤) is a
-        certified upper bound here: a pass is implied, and recorded as this point's bound,
-        with no fallback note (only the PLD's own bounds are used). Else a point at most as
-        costly whose refined bound exceeds the target is taken to imply a fail, the
-        monotonicity every bisection here already assumes; an answer is still only ever a
-        passing point. None: nothing is implied, evaluate."""
+    def _implied_fail(self, key: tuple, epsilon: float) -> bool:
+        """A point at least as costly as one whose refined PLD bound already exceeds the
+        target, at the same δ (q and steps no smaller, σ no larger): taken to fail without
+        an evaluation. This is the monotonicity every bisection here already assumes (the
+        true ε never decreases as q or the steps grow or σ shrinks: the hockey-stick
+        divergences of the subsampled pair are jointly convex in q and 0 at q = 0, more
+        noise is post-processing [DR14, Prop. 2.1], and dominating pairs compose [ZDW22]).
+        It decides only failing points: an answer is always a point whose own bound passed,
+        so the answer and a forward question at it agree. (A pass is never implied: the
+        bounds are not monotone at the scale of their bracket, and an answer certified by a
+        neighbour's bound could show an ε above the target when asked forward.)"""
         q, sigma, steps, log_delta = key
-        known = [(k, bound) for k, bound in self._known() if k[3] == log_delta]
-        for (kq, ks, kt, _), bound in known:
-            if bound <= epsilon and kq >= q and ks <= sigma and kt >= steps:
-                self._upper[key] = bound
+        for (kq, ks, kt, kd), (value, _) in self._seen.items():
+            if kd == log_delta and value > epsilon and math.isfinite(value) \
+                    and not self._notes.get((kq, ks, kt, kd)) \
+                    and kq <= q and ks >= sigma and kt <= steps:
                 return True
-        for k, bound in known:
-            if bound > epsilon and k[0] <= q and k[1] >= sigma and k[2] <= steps \
-                    and k in self._seen:
-                return False
-        return None
+        return False
 
     def _likely_fails(self, key: tuple, epsilon: float) -> bool:
         """A point just beyond a passing one whose bound is within 1e-4 of the target (a
@@ -258,10 +252,9 @@ class Accountant:
         upper bound is at most the cheap one) does, so the answer is the full evaluation's."""
         sigma = self._evaluated_sigma(sigma)
         key = (q, sigma, steps, log_delta)
-        if key not in self._seen and key not in self._upper and self.name == "pld":
-            implied = self._implied(key, epsilon)
-            if implied is not None:
-                return implied
+        if key not in self._seen and key not in self._upper and self.name == "pld" \
+                and self._implied_fail(key, epsilon):
+            return False
         if key not in self._seen:
             quick = self._upper.get(key)
             if key not in self._upper and not self._likely_fails(key, epsilon):

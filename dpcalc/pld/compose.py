@@ -202,10 +202,12 @@ def _compose_points(pair, steps_list, rho, plans, log_eta, evaluate, sides=(True
                                           lambda i, f: f, missing, [d], fixed)[0]
             for pess in missing:
                 _KEPT[keys[pess]] = fresh[(d, pess)]
-                while len(_KEPT) > _KEPT_MAX:
-                    del _KEPT[next(iter(_KEPT))]
         for pess in sides:
             finals[(d, pess)] = _KEPT[keys[pess]]
+        # trimmed only once this call holds what it reads (trimming while adding a missing
+        # side could evict the other side, kept earlier, before it was read)
+        while len(_KEPT) > _KEPT_MAX:
+            del _KEPT[next(iter(_KEPT))]
     return [evaluate(0, finals)]
 
 
