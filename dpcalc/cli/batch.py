@@ -74,12 +74,17 @@ def batch(
 ) -> None:
     """Many questions at once: JSON lines in, one JSON object per line out, in order.
 
-    Each line is a question, {"command": "dpsgd", "q": 0.01, "sigma": 4, "epochs": 100,
-    "delta": 1e-5, "id": 7}, answered with the object that dpcalc dpsgd … --json prints
-    (with the "id"); a bad line is answered with {"id", "line", "error", "exit_status"} and
-    the others still run. Blank lines and # comments are skipped. Exit status: 2 if any line
-    was bad, else 1 if a gate failed or a target was infeasible, else 0. The lines are
-    answered on all CPU cores (DPCALC_BATCH_WORKERS=N: N processes, 1: one), output in order.
+    A line is a question, e.g. {"command": "dpsgd", "q": 0.01, "sigma": 4,
+    "epochs": 100, "delta": 1e-5, "id": 7}, answered with the object that
+    dpcalc dpsgd … --json prints (with the "id"). A bad line is answered with
+    {"id", "line", "error", "exit_status"}; the others still run. Blank lines
+    and # comments are skipped.
+
+    Exit status: 2 if any line was bad, else 1 if a gate failed or a target
+    was infeasible, else 0.
+
+    The lines are answered on all CPU cores, output in order
+    (DPCALC_BATCH_WORKERS=N: N processes; 1: one).
 
     Example: dpcalc batch questions.jsonl > answers.jsonl
     """
