@@ -280,10 +280,15 @@ def _coarsen_opt(d: _Dist, h: float, lam: float) -> _Dist:
     own_frac = np.maximum(0.0, 1.0 - fprev - np.minimum(ghat_next, 1.0 - fprev))
     g = np.minimum(ghat * own_frac, np.maximum(0.0, 1.0 - fprev2)) * (1 - 8 * _U)
     g_next = np.concatenate((g[1:], [0.0]))
-    keep = np.maximum(0.0, 1.0 - fprev - g_next) * own
-    out = np.where(fb, 0.0, keep) + f * own_up + g * own_dn
-    # fall-back buckets go one coarse point down (tilted factor e^{−2λh})
-    fbm = np.where(fb, keep, 0.0) * eml * eml
+    frac = np.maximum(0.0, 1.0 - fprev - g_next)
+    keep = frac * own
+    # a fall-back bucket's centre atom (fine point 2i) stays: its likelihood ratio is exactly
+    # e^{2ih} whatever its mass, only the halves of 2i ± 1 make the excess uncertain; they go
+    # one coarse point down (tilted factor e^{−2λh}; all their losses are ≥ (2i − 1)h).
+    # (Moving the centre too lost a factor e^{−2λh} of a spike's mass at every coarsening.)
+    centre = np.where(fb, frac * even, 0.0)
+    out = np.where(fb, centre, keep) + f * own_up + g * own_dn
+    fbm = np.maximum(np.where(fb, keep, 0.0) - centre, 0.0) * eml * eml
     out[:-1] += fbm[1:]
     lo_c = i0
     if fbm[0] > 0.0:
@@ -293,6 +298,10 @@ def _coarsen_opt(d: _Dist, h: float, lam: float) -> _Dist:
     e3 = math.exp(3 * lam * h)
     e1 = d.e1 * e3 + 12 * _U * float(out.sum())
     einf = B * 6.0 * e3 + 12 * _U * float(out.max())
+    if fb.any():
+        # the split keep − centre: one more rounding of at most 4u of what it moves
+        e1 += 4 * _U * float(fbm.sum() + centre.sum())
+        einf += 4 * _U * float(max(fbm.max(), centre.max()))
     nz = np.nonzero(out)[0]
     if nz.size:
         out = out[nz[0]:nz[-1] + 1]
