@@ -318,9 +318,9 @@ def test_optimistic_coarsening_keeps_an_isolated_spike_in_place():
 
 def test_small_q_tiny_delta_first_pass_is_tight():
     """Issue 14 random sample: q = 1.3e-6, 3755 steps, δ = 4.4e-234. The optimistic side's
-    first pass was 5% low (the spike lost mass at each coarsening; the clump next to the
-    edge sat up to h/32 below its ratio on every step), which forced a 3-4 s refinement;
-    now the certified bracket is within the tolerance."""
+    first pass was 5% low (the spike lost e^{-2λh} of its mass at a coarsening, compounded
+    over the squarings), which forced a 3-4 s refinement; now the first pass meets the
+    tolerance."""
     from dpcalc.relations import pld
 
     lo, up = pld.epsilon_bounds(1.302e-06, 1.2185264778525722, 3755, -537.3260382181937)

@@ -221,8 +221,8 @@ def _edge_offset(pair: DominatingPair, direction: str, h: float) -> float:
     rise steeply within one cell (the "no-jump" clump of a small-q or small-σ step) and the
     bucket there has no mass beyond the edge to merge with, so the optimistic side would
     lower it by up to h on every step.  Keep, among 32 offsets, the one whose optimistic
-    construction loses the least P-mean of the loss in the 38 cells next to the edge, then
-    refine it twice among 32 offsets 32 times closer (a heuristic: every offset is sound).
+    construction loses the least P-mean of the loss in the 38 cells next to the edge (a
+    heuristic: every offset is sound).
     All offsets are evaluated in one batch: windows of 40 buckets whose end buckets are
     left empty, so the windows do not interact."""
     lo_edge, hi_edge = pair.loss_bounds(direction)
@@ -236,36 +236,11 @@ def _edge_offset(pair: DominatingPair, direction: str, h: float) -> float:
     rel = np.arange(-3, n_at - 3) if bottom else np.arange(-(n_at - 4), 4)
     # (k + 1/64)/32 keeps every atom and boundary off the edge itself (ill-conditioned)
     offs = edge + h * (np.arange(n_off) + 1.0 / 64) / n_off
-    best = _best_offset(pair, direction, h, offs, rel, n_at)
-    if best is None:
-        return math.fmod(float(offs[0]), h)
-    # then twice 32 offsets around the best, 32 times closer: a clump narrower than a cell
-    # (a small-q step) is lowered by at most h/32768 per step, not h/32 (over 10^5 steps
-    # h/32 per step moved the whole optimistic side by more than 1)
-    for level in (1, 2):
-        step = h / n_off ** (level + 1)
-        cand = best + step * (np.arange(n_off) - n_off // 2 + 0.5)
-        cand = cand[(cand - edge > 2.0 * step) & (edge + h - cand > 2.0 * step)]
-        found = _best_offset(pair, direction, h, cand, rel, n_at, best) if cand.size else None
-        if found is None:
-            break
-        best = found
-    return math.fmod(best, h)
-
-
-def _best_offset(pair: DominatingPair, direction: str, h: float, offs, rel, n_at: int,
-                 incumbent: float | None = None) -> float | None:
-    """The offset among ``offs`` (and ``incumbent``) whose optimistic construction loses the
-    least P-mean of the loss in the cells next to the edge; None if the tails are
-    ill-conditioned there."""
-    if incumbent is not None:
-        offs = np.concatenate(([incumbent], offs))
-    n_off = offs.size
     ell = (offs[:, None] + rel[None, :] * h)                    # (W, 40) atoms
     mids = 0.5 * (ell[:, :-1] + ell[:, 1:])                     # (W, 39) boundaries
     tb = pair.tails(mids.ravel(), direction)
     if tb is None:
-        return None
+        return math.fmod(float(offs[0]), h)
     shape = (n_off, n_at - 1)
     lP, lPl, lQ, lQl = (v.reshape(shape) for v in (tb.lPup, tb.lPlo, tb.lQup, tb.lQlo))
     eP, ePl, eQ, eQl = (v.reshape(shape) for v in (tb.ePup, tb.ePlo, tb.eQup, tb.eQlo))
@@ -278,7 +253,8 @@ def _best_offset(pair: DominatingPair, direction: str, h: float, offs, rel, n_at
     la, lea, lb, leb = (np.hstack((empty, v, empty)).ravel() for v in (ma, mea, mb, meb))
     flat = ell.ravel()
     d = _bucket_plan(flat, la, lb, lea, leb)
-    return float(offs[int(np.argmin(_bucket_mean_loss(flat, d, n_at)))])
+    k = int(np.argmin(_bucket_mean_loss(flat, d, n_at)))
+    return math.fmod(float(offs[k]), h)
 
 
 def _bucket_level0(ell, tb: Tails):
