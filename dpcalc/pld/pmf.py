@@ -224,7 +224,8 @@ def _coarsen_opt(d: _Dist, h: float, lam: float) -> _Dist:
     merged atom sits (almost) exactly at its ratio.  All decisions are checked against the
     ℓ∞ error bound of the input, so they are valid for the exact vector as well (no error
     amplification).  A deficit bucket that cannot be fixed goes to 2(i−1)h (all its losses
-    are ≥ (2i−1)h).  In tilted units a mass moved by Δ gets the factor e^{λΔ}.
+    are ≥ (2i−1)h) — except its centre atom and the half of 2i+1, whose ratios are certainly
+    ≥ e^{2ih} (they stay).  In tilted units a mass moved by Δ gets the factor e^{λΔ}.
     """
     t = d.t
     lo = d.lo
@@ -282,11 +283,11 @@ def _coarsen_opt(d: _Dist, h: float, lam: float) -> _Dist:
     g_next = np.concatenate((g[1:], [0.0]))
     frac = np.maximum(0.0, 1.0 - fprev - g_next)
     keep = frac * own
-    # a fall-back bucket's centre atom (fine point 2i) stays: its likelihood ratio is exactly
-    # e^{2ih} whatever its mass, only the halves of 2i ± 1 make the excess uncertain; they go
-    # one coarse point down (tilted factor e^{−2λh}; all their losses are ≥ (2i − 1)h).
-    # (Moving the centre too lost a factor e^{−2λh} of a spike's mass at every coarsening.)
-    centre = np.where(fb, frac * even, 0.0)
+    # a fall-back bucket keeps at 2ih its centre atom (likelihood ratio exactly e^{2ih},
+    # whatever its mass) and the half of 2i + 1 (ratio e^{(2i+1)h}: lowered); only the half
+    # of 2i − 1, whose ratio is below e^{2ih}, goes one coarse point down (tilted factor
+    # e^{−2λh}). Moving the whole bucket lost e^{−2λh} of a spike's mass per coarsening.
+    centre = np.where(fb, frac * (even + 0.5 * o_next * eml), 0.0)
     out = np.where(fb, centre, keep) + f * own_up + g * own_dn
     fbm = np.maximum(np.where(fb, keep, 0.0) - centre, 0.0) * eml * eml
     out[:-1] += fbm[1:]
