@@ -64,8 +64,8 @@ def _heavy(t: np.ndarray, k: int = 16):
     total = float(t.sum())
     if float(t.max()) * k < 0.5 * total:
         return None        # k entries of at most the maximum cannot carry half: no selection
-    # the k largest lie among the entries ≥ thr when there are at least k of them (at most
-    # 16k·(1 + 1/…) such entries): partition those alone, not the whole vector
+    # the k largest lie among the entries ≥ thr when there are at least k of them (there
+    # are at most 16k such entries): partition those alone, not the whole vector
     thr = total / (16.0 * k)
     cand = np.flatnonzero(t >= thr)
     if cand.size >= k:
