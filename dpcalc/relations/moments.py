@@ -19,9 +19,10 @@ conversion.
 The moments use the binomial identity Σ_k C(n,k)(1−q)^{n−k}q^k = 1 to drop the constant, so
 that every term is positive: A − 1 = Σ_{k≥2} C(n,k)(1−q)^{n−k} q^k (e^{(k²−k)/(2σ²)} − 1).
 They are summed in floats with a proven relative error bound r (``_log_moments_float``), and
-each α is returned enlarged by its allowance, an upper bound within 2.5e-13 of the exact
-value. These certified floats (cached per (q, σ)) choose the λ that can attain the minimum;
-ε or δ is then computed there to ~50 digits (Decimal, each operation correctly rounded),
+each α is returned enlarged by its allowance, an upper bound within 2·``_FLOAT_REL`` (5e-13)
+of the exact value (the allowance and the error it covers each stay within
+``_FLOAT_REL``). These certified floats (cached per (q, σ)) choose the λ that can attain the
+minimum; ε or δ is then computed there to ~50 digits (Decimal, each operation correctly rounded),
 enlarged by 1e-40 and rounded up to a double: the exact minimum rounded up. Where the float
 path cannot certify (q = 1, terms below the normal double range, σ outside about
 [1e-150, 1e145], cancellation between k·log q and (k²−k)/(2σ²) beyond the allowance), every
@@ -265,7 +266,7 @@ def _decimal_up(x: Decimal) -> float:
 
 
 def _exact_candidates(values: list[float]) -> list[int] | None:
-    """The λ (1-based) whose float value, an upper bound within ``_FLOAT_REL`` (+ roundings) of
+    """The λ (1-based) whose float value, an upper bound within 2·``_FLOAT_REL`` (+ roundings) of
     its exact value, may hide the exact minimum: the float minimum and every λ within
     2·``_FLOAT_REL`` of it. None when the values are not all finite and positive."""
     best = min(values)

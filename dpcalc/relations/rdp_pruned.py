@@ -42,7 +42,9 @@ def groups() -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
 def applies(q: float, sigma: float) -> bool:
     """Whether the groups are evaluated apart (0 < q < 1 and σ in the series range; elsewhere
     ``rdp_subsampled_gaussian`` takes other paths and the whole grid is evaluated)."""
-    return 0.0 < q < 1.0 and 1e-100 <= sigma <= 1e100
+    from dpcalc.relations.rdp import _SIGMA_RANGE
+
+    return 0.0 < q < 1.0 and _SIGMA_RANGE[0] <= sigma <= _SIGMA_RANGE[1]
 
 
 def _rdp_lower(q: float, sigma: float, n: int) -> float:
