@@ -20,7 +20,7 @@ def run() -> None:
     # would start a thread per core at ``import numpy`` and spin them, which costs about
     # 0.1 s of CPU per process on a 2-core machine. A user's own setting is kept.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    _keep_heap()
+    sys.meta_path.insert(0, _KeepHeapWithNumpy())
     try:
         from dpcalc.cli import main
 
@@ -38,6 +38,21 @@ def run() -> None:
 
 # glibc mallopt parameters (malloc.h): M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD.
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+
+
+class _KeepHeapWithNumpy:
+    """A meta-path finder that finds nothing: the first time ``numpy`` is looked up it runs
+    ``_keep_heap`` (only the commands that load numpy allocate large arrays; the others are
+    spared the ctypes import, ~5 ms). It stays in place as a no-op: removing a finder while
+    the import system walks ``sys.meta_path`` could skip the next one."""
+
+    done = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" and not self.done:
+            self.done = True
+            _keep_heap()
+        return None
 
 
 def _keep_heap() -> None:

@@ -503,3 +503,16 @@ def test_keep_heap_never_fails_the_executable(monkeypatch):
     monkeypatch.setattr(ctypes, "CDLL", lambda name: FakeLibc())
     _entry._keep_heap()
     assert len(calls) == 1                     # the user's own malloc settings win
+
+
+def test_heap_keeping_waits_for_numpy(monkeypatch):
+    """The executable tunes malloc when numpy is first looked up, once, and never for a
+    command that does not load it (the finder finds nothing itself)."""
+    from dpcalc import _entry
+
+    calls = []
+    monkeypatch.setattr(_entry, "_keep_heap", lambda: calls.append(1))
+    finder = _entry._KeepHeapWithNumpy()
+    assert finder.find_spec("typer") is None and calls == []
+    assert finder.find_spec("numpy") is None and calls == [1]
+    assert finder.find_spec("numpy") is None and calls == [1]
