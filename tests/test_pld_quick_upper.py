@@ -121,3 +121,69 @@ def test_kept_compositions_never_lose_a_side_they_are_about_to_read():
             pld.epsilon_upper(0.01, 1.0, t, ld)
         kept = pld.epsilon_bounds(0.01, 1.0, 1000, ld)
     assert kept == pld.epsilon_bounds(0.01, 1.0, 1000, ld)
+
+
+# -- upper_only: a solver's full evaluation skips the optimistic side of the last pass ------
+
+# each refines to the finest grid (the first pass is too wide); the second has an add
+# direction that its bound on the loss does not rule out, the third a tiny δ
+UPPER_ONLY_CASES = [
+    (1e-4, 0.8, 2000, math.log(1e-10)),
+    (1e-3, 0.6, 3000, math.log(1e-8)),
+    (3e-5, 1.2, 5000, math.log(1e-100)),
+    (0.05, 0.7, 300, math.log(1e-30)),   # no refinement: the same passes
+]
+
+
+@pytest.mark.parametrize("q, sigma, steps, log_delta", UPPER_ONLY_CASES)
+def test_upper_only_gives_the_full_brackets_upper_end_bit_for_bit(q, sigma, steps,
+                                                                   log_delta):
+    import dpcalc.pld.eps_search as search
+
+    lower, upper = pld.epsilon_bounds(q, sigma, steps, log_delta)
+    sides = []
+    real = search._compose_points
+
+    def spy(*args, **kwargs):
+        sides.append(kwargs.get("sides", (True, False)))
+        return real(*args, **kwargs)
+
+    search._compose_points = spy
+    try:
+        lo_u, up_u = pld.epsilon_bounds(q, sigma, steps, log_delta, upper_only=True)
+    finally:
+        search._compose_points = real
+    assert up_u == upper
+    assert 0.0 <= lo_u <= up_u
+    if len(sides) > 1:  # refined: its last pass composed the pessimistic side alone
+        assert (True,) in sides
+
+
+def test_a_solve_gives_the_same_answer_with_upper_only_full_evaluations(monkeypatch):
+    import dpcalc.accountants.dpsgd as accountants
+    from dpcalc.api import dpsgd as api
+
+    asked = []
+    real = accountants.evaluate
+
+    def spy(name, question, *args):
+        asked.append(question)
+        return real(name, question, *args)
+
+    monkeypatch.setattr(accountants, "evaluate", spy)
+    args = dict(sigma=0.6, steps=3000, epsilon=3.87, delta=1e-8, compare=False)
+    got = api.dpsgd(**args).value
+    assert "epsilon_solve" in asked and "epsilon" not in asked
+    asked.clear()
+    real_solve = api._solve
+
+    def plain(acc, unknown, values):  # the same solve with full brackets
+        class Plain(Accountant):
+            for_solve = property(lambda self: False, lambda self, value: None)
+
+        acc.__class__ = Plain
+        return real_solve(acc, unknown, values)
+
+    monkeypatch.setattr(api, "_solve", plain)
+    assert api.dpsgd(**args).value == got
+    assert "epsilon" in asked and "epsilon_solve" not in asked

@@ -23,12 +23,15 @@ from dataclasses import dataclass
 class DpsgdAccountant:
     """ε(δ) and log δ(ε) of one accountant (see the module docstring); ``epsilon_upper``, when
     given, is a cheaper certified upper bound on ε for solvers' probes (raises like
-    ``epsilon``; at least the value ``epsilon`` returns)."""
+    ``epsilon``; at least the value ``epsilon`` returns); ``epsilon_solve``, when given,
+    returns what ``epsilon`` does with the same upper bound, bit for bit, and a bracket
+    whose lower end may be looser, for less work (what a solver's predicate reads)."""
 
     name: str
     epsilon: Callable
     log_delta: Callable
     epsilon_upper: Callable | None = None
+    epsilon_solve: Callable | None = None
 
 
 def pld_call(fn, *args):
@@ -72,6 +75,14 @@ def _pld_epsilon(q, sigma, steps, log_delta, tolerance):
 
     _check_rate(q)
     lower, upper = pld_call(pld.epsilon_bounds, q, sigma, steps, log_delta, tolerance)
+    return upper, (lower, upper)
+
+
+def _pld_epsilon_solve(q, sigma, steps, log_delta, tolerance):
+    from dpcalc.relations import pld
+
+    _check_rate(q)
+    lower, upper = pld_call(pld.epsilon_bounds, q, sigma, steps, log_delta, tolerance, True)
     return upper, (lower, upper)
 
 
@@ -140,7 +151,8 @@ def _strong_log_delta(q, sigma, steps, epsilon, tolerance):
     return math.log(d), None
 
 
-PLD = DpsgdAccountant("pld", _pld_epsilon, _pld_log_delta, _pld_epsilon_upper)
+PLD = DpsgdAccountant("pld", _pld_epsilon, _pld_log_delta, _pld_epsilon_upper,
+                      _pld_epsilon_solve)
 RDP = DpsgdAccountant("rdp", _rdp_epsilon, _rdp_log_delta)
 MOMENTS = DpsgdAccountant("moments", _moments_epsilon, _moments_log_delta)
 STRONG = DpsgdAccountant("strong", _strong_epsilon, _strong_log_delta)
@@ -168,16 +180,21 @@ def fallback_note(name: str, exc: Exception, question: str) -> str:
 
 def evaluate(name: str, question: str, q, sigma, steps, x, tolerance):
     """(value, bracket or None, fallback note or "") of accountant ``name`` for ``question``
-    ("epsilon" at x = log δ, or "log_delta" at x = ε), under the fallback policy
+    ("epsilon" at x = log δ, or "log_delta" at x = ε; "epsilon_solve" is "epsilon" for a
+    solver's predicate, see DpsgdAccountant), under the fallback policy
     (``dpcalc.methods.FALLBACK``): only an accountant listed there falls back, only when it
     raises ``uncertifiable()``, and the note says so."""
     from dpcalc.methods import DPSGD, FALLBACK
 
     accountant = DPSGD[name].load()
+    method = getattr(accountant, question, None) if question == "epsilon_solve" else None
+    if question == "epsilon_solve":
+        question = "epsilon"  # its fallback and its note are those of ε
+    method = method or getattr(accountant, question)
     if name not in FALLBACK:
-        return (*getattr(accountant, question)(q, sigma, steps, x, tolerance), "")
+        return (*method(q, sigma, steps, x, tolerance), "")
     try:
-        return (*getattr(accountant, question)(q, sigma, steps, x, tolerance), "")
+        return (*method(q, sigma, steps, x, tolerance), "")
     except uncertifiable() as exc:
         note = fallback_note(name, exc, question)
         other = DPSGD[FALLBACK[name]].load()

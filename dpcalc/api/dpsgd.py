@@ -95,6 +95,9 @@ class Accountant:
         # set once a full evaluation near a solve's root gave the cheap bound unchanged (the
         # first pass met the tolerance): the secant then aims with the cheap bound alone
         self._first_pass_final = False
+        # set by a solve (σ, q, steps): a full evaluation only needs its upper end, which
+        # epsilon_solve gives bit for bit at less cost (its lower end may be looser)
+        self.for_solve = False
 
     def _evaluated_sigma(self, sigma: float) -> float:
         if sigma <= SIGMA_EVAL_MAX:
@@ -109,7 +112,7 @@ class Accountant:
         sigma = self._evaluated_sigma(sigma)
         key = (q, sigma, steps, log_delta)
         if key not in self._seen:
-            shared_key = ("epsilon", self.name, self.tolerance, *key)
+            shared_key = ("epsilon", self.for_solve, self.name, self.tolerance, *key)
             if _SHARED is not None and shared_key in _SHARED:
                 self._seen[key], self._notes[key] = _SHARED[shared_key]
             else:
@@ -212,7 +215,8 @@ class Accountant:
         # the registry's accountant (dpcalc.methods.DPSGD), under the one fallback policy
         from dpcalc.accountants.dpsgd import evaluate
 
-        value, bounds, note = evaluate(self.name, "epsilon", q, sigma, steps, log_delta,
+        value, bounds, note = evaluate(self.name, "epsilon_solve" if self.for_solve
+                                       else "epsilon", q, sigma, steps, log_delta,
                                        self.tolerance)
         self.fallback_note = note or self.fallback_note
         return value, bounds
@@ -439,6 +443,8 @@ def _solve(acc: Accountant, unknown: str, values: dict):
     if acc.name != "pld" or unknown in ("epsilon", "delta"):
         return _solve_one(acc, unknown, values)
     from dpcalc.relations.pld import keeping_compositions
+
+    acc.for_solve = True  # its predicate reads upper ends only (no bracket is reported)
 
     with keeping_compositions():  # a probe's quick pass is reused by its full bracket
         return _solve_one(acc, unknown, values)

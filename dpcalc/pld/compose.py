@@ -1,4 +1,5 @@
-"""Drivers of the PLD engine: compose a plan's items and bracket ε(δ) or δ(ε).
+"""Drivers of the PLD engine: compose a plan's items and bracket δ(ε) (ε(δ): see
+dpcalc.pld.eps_search).
 
 A plan is a list of items (pair, n): n compositions of each pair [KJH20].  One item may vary
 over an increasing list of counts (a curve: ε after each epoch), composed incrementally; the
@@ -159,7 +160,6 @@ def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
 # never sees an earlier result).
 _KEPT: dict | None = None
 _KEPT_MAX = 8
-_QUICK_SPREAD = 4.0
 
 
 @contextmanager
@@ -256,171 +256,6 @@ def _compose_points_fresh(pair, steps_list, rho, plans, log_eta, evaluate, sides
                                            side.lpinf, pess, side.off, totals=tot)
         out.append(evaluate(i, finals))
         prev = steps
-    return out
-
-
-def _groups(pair, steps_list, log_delta, tolerance, fixed=(), spread=2.0):
-    """Split an increasing list of step counts into groups whose best tilts are within a
-    factor ``spread``; each group is composed incrementally with one tilt per direction.
-    (Any tilt is sound; a wider group is fewer compositions, at some tightness for its
-    shortest runs.)"""
-    t_lo, t_hi = steps_list[0], steps_list[-1]
-    ratio = 1.0
-    for d in _directions(_pairs(pair, fixed)):
-        let = _log_eta(log_delta, tolerance, t_hi + _n_fixed(fixed))
-        l_hi = _best_lambda(tuple(fixed) + ((pair, t_lo),), d, log_delta=log_delta,
-                            log_eta_top=let)[0]
-        l_lo = _best_lambda(tuple(fixed) + ((pair, t_hi),), d, log_delta=log_delta,
-                            log_eta_top=let)[0]
-        ratio = max(ratio, l_hi / max(l_lo, 1e-300))
-    n_groups = max(1, min(len(steps_list), math.ceil(math.log(ratio) / math.log(spread))))
-    if n_groups == 1:
-        return [list(range(len(steps_list)))]
-    edges = [t_lo * (t_hi / t_lo) ** (k / n_groups) for k in range(n_groups + 1)]
-    groups: list[list[int]] = [[] for _ in range(n_groups)]
-    for i, s in enumerate(steps_list):
-        k = min(n_groups - 1, max(0, int(np.searchsorted(edges, s, side="right")) - 1))
-        groups[k].append(i)
-    return [g for g in groups if g]
-
-
-def _plans_eps(pair, steps_group, log_delta, tolerance, lower=None, fixed=()):
-    """Tilt (best for the largest T: the smallest λ of the group) and budgets."""
-    plans = {}
-    t_first, t_last = steps_group[0], steps_group[-1]
-    for d in _directions(_pairs(pair, fixed)):
-        let = _log_eta(log_delta, tolerance, t_last + _n_fixed(fixed))
-        lam, per = _best_lambda(tuple(fixed) + ((pair, t_last),), d, log_delta=log_delta,
-                                log_eta_top=let)
-        lam_first = lam if t_first == t_last else _best_lambda(
-            tuple(fixed) + ((pair, t_first),), d, log_delta=log_delta, log_eta_top=let)[0]
-        k = per[-1][0]
-        kf = 0.0
-        for (_, n), v in zip(fixed, per[:-1], strict=True):
-            kf = kf + n * v[0]
-        lc = _log_c_lambda(lam)
-        if lower is None:
-            lgam = 10.0
-        else:
-            lgam = max(t * k + kf - lam * e + lc - log_delta
-                       for t, e in zip(steps_group, lower, strict=True))
-        plans[d] = _Plan(lam, tuple(v[2] for v in per), (lam, lam_first),
-                         _tau(tolerance, lgam, t_last, fixed), let)
-    return plans
-
-
-def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
-               stop_above=math.inf):
-    """Brackets on ε(δ) for a group of step counts sharing the tilt; each direction is
-    refined only while it matters for the combined bracket (max over directions).
-
-    ``quick``: only the upper bounds of the first pass (pessimistic sides, first resolution,
-    the same tilt and budgets), with 0 as the lower end: a certified upper bound at about
-    half the cost, equal to the full one whenever the full bracket needs no refinement
-    (``stop_above``: see _eps_group_quick)."""
-    n = len(steps_group)
-    t_max = steps_group[-1]
-    log_eta = _log_eta(log_delta, tolerance, t_max + _n_fixed(fixed))
-    plans = _plans_eps(pair, steps_group, log_delta, tolerance, fixed=fixed)
-    per_dir: dict[str, list[list[float]]] = {}
-    dirs = _directions(_pairs(pair, fixed))
-    if quick:
-        return _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans,
-                                log_eta, dirs, stop_above)
-
-    stuck = [False] * n      # the upper end is mostly the ℓ1 error term (see _STALL)
-
-    def evaluate(i, finals):
-        up = lo = 0.0
-        for (_, pess), fin in finals.items():
-            e = fin.epsilon(log_delta)
-            if pess:
-                if e >= up and 0.0 < e < math.inf:
-                    grid, err, _ = fin.log_delta_parts(e)
-                    stuck[i] = err >= grid
-                up = max(up, e)
-            else:
-                lo = max(lo, e)
-        return lo, up
-
-    def combined():
-        return [[max(per_dir[d][i][0] for d in per_dir), max(per_dir[d][i][1] for d in per_dir)]
-                for i in range(n)]
-
-    for d in dirs:
-        other = per_dir.get(dirs[0]) if d != dirs[0] else None
-        best = [[0.0, math.inf] for _ in range(n)]
-        # a bounded loss (the add direction: ≤ −log(1 − q) per step) has δ(ε) = 0 beyond
-        # the sum of its bounds
-        for b, t in zip(best, steps_group, strict=True):
-            b[1] = min(b[1], _eps_zero_beyond(pair, fixed, d, t))
-        if other is not None and all(b[1] <= o[0] for b, o in zip(best, other, strict=True)):
-            per_dir[d] = best
-            continue
-        per_dir[d] = best
-        rho = _first_rho(tolerance)
-        prev = math.inf
-        for _ in range(6):
-            res = _compose_points(pair, steps_group, rho, plans, log_eta, evaluate,
-                                  directions=[d], fixed=fixed)
-            for b, (lo, up) in zip(best, res, strict=True):
-                b[0] = max(b[0], lo)
-                b[1] = min(b[1], up)
-            if other is not None and all(b[1] <= o[0] for b, o in zip(best, other,
-                                                                       strict=True)):
-                break          # dominated by the other direction: its accuracy is moot
-            comb = combined()
-            width = max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in comb)
-            if (width <= tolerance or rho <= _RHO_MIN or width > _STALL * prev
-                    or all(stuck)):
-                break          # (the last two: refining cannot narrow it, see _STALL)
-            prev = width
-            rho = _next_rho(rho, tolerance, width)
-            if all(b[0] > 0 for b in comb):
-                plans = _plans_eps(pair, steps_group, log_delta, tolerance,
-                                   lower=[b[0] for b in comb], fixed=fixed)
-    best = combined()
-    for b in best:
-        if not math.isfinite(b[1]):
-            raise PLDUncertifiable("the error budget exceeds δ at every ε")
-    return best
-
-
-def _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans, log_eta, dirs,
-                     stop_above=math.inf):
-    """The first pass of _eps_group, pessimistic sides only: [[0, upper], ...].  A direction
-    whose bound exceeds ``stop_above`` at every point ends it: the rest are not composed and
-    the upper ends are +inf (trivially valid)."""
-    def evaluate(i, finals):
-        return max(fin.epsilon(log_delta) for fin in finals.values())
-
-    best = [[0.0, 0.0] for _ in steps_group]
-    for d in dirs:
-        bound = [_eps_zero_beyond(pair, fixed, d, t) for t in steps_group]
-        ups = _compose_points(pair, steps_group, _first_rho(tolerance), plans, log_eta,
-                              evaluate, sides=(True,), directions=[d], fixed=fixed)
-        for b, up, z in zip(best, ups, bound, strict=True):
-            b[1] = max(b[1], min(up, z))
-        if all(b[1] > stop_above for b in best):
-            return [[0.0, math.inf] for _ in steps_group]
-    for b in best:
-        if not math.isfinite(b[1]):
-            raise PLDUncertifiable("the error budget exceeds δ at every ε")
-    return best
-
-
-def _eps_core(pair, steps_list, log_delta, tolerance, fixed=(), quick=False,
-              stop_above=math.inf):
-    out = [None] * len(steps_list)
-    # first-pass curves are read for their shape: tilts within a factor 4 share a group
-    # (the 60-epoch MNIST curve: 2 groups instead of 4, each point within 3e-5 above or
-    # 1.1e-3 below the factor-2 grouping's certified bound)
-    spread = _QUICK_SPREAD if quick else 2.0
-    for grp in _groups(pair, steps_list, log_delta, tolerance, fixed, spread):
-        res = _eps_group(pair, [steps_list[i] for i in grp], log_delta, tolerance, fixed,
-                         quick=quick, stop_above=stop_above)
-        for i, r in zip(grp, res, strict=False):
-            out[i] = (r[0], r[1])
     return out
 
 

@@ -38,7 +38,8 @@ from dpcalc.pld import _core, compose, discretise, evaluate, plan, pmf
 from dpcalc.pld import accountant as _acc
 from dpcalc.pld._core import PLDUncertifiable
 from dpcalc.pld.accountant import _check_log_delta, _check_tol
-from dpcalc.pld.compose import _eps_core, keeping_compositions
+from dpcalc.pld.compose import keeping_compositions
+from dpcalc.pld.eps_search import _eps_core
 from dpcalc.pld.pmf import _conv, _Dist, _Engine, _fft_roundoff_l2  # noqa: F401 (re-exported)
 
 __all__ = [
@@ -90,7 +91,7 @@ def _check_epsilon(epsilon):
 
 
 def epsilon_bounds(q: float, noise_multiplier: float, steps: int, log_delta: float,
-                   tolerance: float = 1e-3) -> tuple[float, float]:
+                   tolerance: float = 1e-3, upper_only: bool = False) -> tuple[float, float]:
     """Certified bracket (lower, upper) on ε(δ) of DP-SGD (Poisson-subsampled Gaussian).
 
     ε(δ) is the smallest ε ≥ 0 with δ(ε) ≤ δ for both add and remove neighbours; upper is
@@ -104,6 +105,8 @@ def epsilon_bounds(q: float, noise_multiplier: float, steps: int, log_delta: flo
         steps: number of steps T ≥ 1.
         log_delta: natural log of δ, < 0 (δ may be far below the double range).
         tolerance: target relative width of the bracket, in (0, 1).
+        upper_only: the same upper end, bit for bit, with a lower end that may be looser
+            (cheaper; see dpcalc.pld.accountant.epsilon_bounds): for solvers' predicates.
 
     Raises:
         PLDUncertifiable: no finite certified upper bound could be obtained.
@@ -111,7 +114,8 @@ def epsilon_bounds(q: float, noise_multiplier: float, steps: int, log_delta: flo
     _validate(q, noise_multiplier, [steps], tolerance)
     _check_log_delta(log_delta)
     pair = SubsampledGaussian(float(q), float(noise_multiplier))
-    return _eps_core(pair, [int(steps)], float(log_delta), float(tolerance))[0]
+    return _eps_core(pair, [int(steps)], float(log_delta), float(tolerance),
+                     upper_only=bool(upper_only))[0]
 
 
 def epsilon_upper(q: float, noise_multiplier: float, steps: int, log_delta: float,

@@ -1,0 +1,234 @@
+"""Brackets on ε(δ) for one or several step counts: the refinement passes of the PLD engine.
+
+Step counts whose best tilts are close share one incremental composition (a group); each
+pass composes the plan at one resolution ρ (dpcalc.pld.compose._compose_points) and reads
+ε(δ) off the pessimistic and optimistic sides [KJH20], [DGKKM22, Alg. 1]; a direction is
+refined only while it matters for the combined bracket (the larger over directions).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.pld._core import _RHO_MIN, PLDUncertifiable, _log_c_lambda
+from dpcalc.pld.compose import (
+    _STALL,
+    _compose_points,
+    _directions,
+    _eps_zero_beyond,
+    _first_rho,
+    _log_eta,
+    _n_fixed,
+    _next_rho,
+    _pairs,
+    _tau,
+)
+from dpcalc.pld.plan import _best_lambda, _Plan
+
+# first-pass curves are read for their shape: tilts within this factor share a group
+_QUICK_SPREAD = 4.0
+
+
+def _groups(pair, steps_list, log_delta, tolerance, fixed=(), spread=2.0):
+    """Split an increasing list of step counts into groups whose best tilts are within a
+    factor ``spread``; each group is composed incrementally with one tilt per direction.
+    (Any tilt is sound; a wider group is fewer compositions, at some tightness for its
+    shortest runs.)"""
+    t_lo, t_hi = steps_list[0], steps_list[-1]
+    ratio = 1.0
+    for d in _directions(_pairs(pair, fixed)):
+        let = _log_eta(log_delta, tolerance, t_hi + _n_fixed(fixed))
+        l_hi = _best_lambda(tuple(fixed) + ((pair, t_lo),), d, log_delta=log_delta,
+                            log_eta_top=let)[0]
+        l_lo = _best_lambda(tuple(fixed) + ((pair, t_hi),), d, log_delta=log_delta,
+                            log_eta_top=let)[0]
+        ratio = max(ratio, l_hi / max(l_lo, 1e-300))
+    n_groups = max(1, min(len(steps_list), math.ceil(math.log(ratio) / math.log(spread))))
+    if n_groups == 1:
+        return [list(range(len(steps_list)))]
+    edges = [t_lo * (t_hi / t_lo) ** (k / n_groups) for k in range(n_groups + 1)]
+    groups: list[list[int]] = [[] for _ in range(n_groups)]
+    for i, s in enumerate(steps_list):
+        k = min(n_groups - 1, max(0, int(np.searchsorted(edges, s, side="right")) - 1))
+        groups[k].append(i)
+    return [g for g in groups if g]
+
+
+def _plans_eps(pair, steps_group, log_delta, tolerance, lower=None, fixed=()):
+    """Tilt (best for the largest T: the smallest λ of the group) and budgets."""
+    plans = {}
+    t_first, t_last = steps_group[0], steps_group[-1]
+    for d in _directions(_pairs(pair, fixed)):
+        let = _log_eta(log_delta, tolerance, t_last + _n_fixed(fixed))
+        lam, per = _best_lambda(tuple(fixed) + ((pair, t_last),), d, log_delta=log_delta,
+                                log_eta_top=let)
+        lam_first = lam if t_first == t_last else _best_lambda(
+            tuple(fixed) + ((pair, t_first),), d, log_delta=log_delta, log_eta_top=let)[0]
+        k = per[-1][0]
+        kf = 0.0
+        for (_, n), v in zip(fixed, per[:-1], strict=True):
+            kf = kf + n * v[0]
+        lc = _log_c_lambda(lam)
+        if lower is None:
+            lgam = 10.0
+        else:
+            lgam = max(t * k + kf - lam * e + lc - log_delta
+                       for t, e in zip(steps_group, lower, strict=True))
+        plans[d] = _Plan(lam, tuple(v[2] for v in per), (lam, lam_first),
+                         _tau(tolerance, lgam, t_last, fixed), let)
+    return plans
+
+
+def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
+               stop_above=math.inf, upper_only=False):
+    """Brackets on ε(δ) for a group of step counts sharing the tilt; each direction is
+    refined only while it matters for the combined bracket (max over directions).
+
+    ``quick``: only the upper bounds of the first pass (pessimistic sides, first resolution,
+    the same tilt and budgets), with 0 as the lower end: a certified upper bound at about
+    half the cost, equal to the full one whenever the full bracket needs no refinement
+    (``stop_above``: see _eps_group_quick).
+
+    ``upper_only``: the same passes, but a pass known to be a direction's last (at the
+    finest resolution, or the sixth) composes only the pessimistic sides.  The upper ends
+    are those of the full brackets, bit for bit (the passes, tilts and compositions are the
+    same; the optimistic sides of a last pass decide nothing); the lower ends are the
+    previous passes', still certified.  For a solver's predicate, which reads the upper
+    end alone: at the finest grid the optimistic composition is half the work."""
+    n = len(steps_group)
+    t_max = steps_group[-1]
+    log_eta = _log_eta(log_delta, tolerance, t_max + _n_fixed(fixed))
+    plans = _plans_eps(pair, steps_group, log_delta, tolerance, fixed=fixed)
+    per_dir: dict[str, list[list[float]]] = {}
+    dirs = _directions(_pairs(pair, fixed))
+    if quick:
+        return _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans,
+                                log_eta, dirs, stop_above)
+
+    stuck = [False] * n      # the upper end is mostly the ℓ1 error term (see _STALL)
+
+    def evaluate(i, finals):
+        up = lo = 0.0
+        for (_, pess), fin in finals.items():
+            e = fin.epsilon(log_delta)
+            if pess:
+                if e >= up and 0.0 < e < math.inf:
+                    grid, err, _ = fin.log_delta_parts(e)
+                    stuck[i] = err >= grid
+                up = max(up, e)
+            else:
+                lo = max(lo, e)
+        return lo, up
+
+    def combined():
+        return [[max(per_dir[d][i][0] for d in per_dir), max(per_dir[d][i][1] for d in per_dir)]
+                for i in range(n)]
+
+    pending = {}   # direction -> (ρ, plans) of its last pass, composed upper_only
+
+    def complete():
+        """The optimistic sides of the upper-only last passes, once a later direction's
+        decision reads their lower ends: every decision is then the full bracket's."""
+        for dd, (r, pl) in list(pending.items()):
+            del pending[dd]
+            res = _compose_points(pair, steps_group, r, pl, log_eta, evaluate, sides=(False,),
+                                  directions=[dd], fixed=fixed)
+            for b, (lo, _) in zip(per_dir[dd], res, strict=True):
+                b[0] = max(b[0], lo)
+
+    def dominated(best, other, settle=True) -> bool:
+        """Every point of this direction at most the other's lower end (with ``settle``,
+        that lower end completed first if that decides it; without, a pending lower end
+        may say no where the full one says yes: the caller then composes a pass that the
+        full bracket skips, which changes no upper end, as this direction's stays below
+        the other's)."""
+        if other is None:
+            return False
+        if not all(b[1] <= o[0] for b, o in zip(best, other, strict=True)) and pending \
+                and settle:
+            complete()
+        return all(b[1] <= o[0] for b, o in zip(best, other, strict=True))
+
+    for d in dirs:
+        other = per_dir.get(dirs[0]) if d != dirs[0] else None
+        best = [[0.0, math.inf] for _ in range(n)]
+        # a bounded loss (the add direction: ≤ −log(1 − q) per step) has δ(ε) = 0 beyond
+        # the sum of its bounds
+        for b, t in zip(best, steps_group, strict=True):
+            b[1] = min(b[1], _eps_zero_beyond(pair, fixed, d, t))
+        if dominated(best, other, settle=False):
+            per_dir[d] = best
+            continue
+        per_dir[d] = best
+        rho = _first_rho(tolerance)
+        prev = math.inf
+        for k in range(6):
+            last = upper_only and (rho <= _RHO_MIN or k == 5)
+            res = _compose_points(pair, steps_group, rho, plans, log_eta, evaluate,
+                                  sides=(True,) if last else (True, False),
+                                  directions=[d], fixed=fixed)
+            for b, (lo, up) in zip(best, res, strict=True):
+                b[0] = max(b[0], lo)
+                b[1] = min(b[1], up)
+            if last:
+                pending[d] = (rho, plans)
+                break          # (the full loop stops after this pass too)
+            if dominated(best, other):
+                break          # dominated by the other direction: its accuracy is moot
+            if pending:
+                complete()     # the combined width below reads every lower end
+            comb = combined()
+            width = max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in comb)
+            if (width <= tolerance or rho <= _RHO_MIN or width > _STALL * prev
+                    or all(stuck)):
+                break          # (the last two: refining cannot narrow it, see _STALL)
+            prev = width
+            rho = _next_rho(rho, tolerance, width)
+            if all(b[0] > 0 for b in comb):
+                plans = _plans_eps(pair, steps_group, log_delta, tolerance,
+                                   lower=[b[0] for b in comb], fixed=fixed)
+    best = combined()
+    for b in best:
+        if not math.isfinite(b[1]):
+            raise PLDUncertifiable("the error budget exceeds δ at every ε")
+    return best
+
+
+def _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans, log_eta, dirs,
+                     stop_above=math.inf):
+    """The first pass of _eps_group, pessimistic sides only: [[0, upper], ...].  A direction
+    whose bound exceeds ``stop_above`` at every point ends it: the rest are not composed and
+    the upper ends are +inf (trivially valid)."""
+    def evaluate(i, finals):
+        return max(fin.epsilon(log_delta) for fin in finals.values())
+
+    best = [[0.0, 0.0] for _ in steps_group]
+    for d in dirs:
+        bound = [_eps_zero_beyond(pair, fixed, d, t) for t in steps_group]
+        ups = _compose_points(pair, steps_group, _first_rho(tolerance), plans, log_eta,
+                              evaluate, sides=(True,), directions=[d], fixed=fixed)
+        for b, up, z in zip(best, ups, bound, strict=True):
+            b[1] = max(b[1], min(up, z))
+        if all(b[1] > stop_above for b in best):
+            return [[0.0, math.inf] for _ in steps_group]
+    for b in best:
+        if not math.isfinite(b[1]):
+            raise PLDUncertifiable("the error budget exceeds δ at every ε")
+    return best
+
+
+def _eps_core(pair, steps_list, log_delta, tolerance, fixed=(), quick=False,
+              stop_above=math.inf, upper_only=False):
+    out = [None] * len(steps_list)
+    # first-pass curves are read for their shape: tilts within a factor 4 share a group
+    # (the 60-epoch MNIST curve: 2 groups instead of 4, each point within 3e-5 above or
+    # 1.1e-3 below the factor-2 grouping's certified bound)
+    spread = _QUICK_SPREAD if quick else 2.0
+    for grp in _groups(pair, steps_list, log_delta, tolerance, fixed, spread):
+        res = _eps_group(pair, [steps_list[i] for i in grp], log_delta, tolerance, fixed,
+                         quick=quick, stop_above=stop_above, upper_only=upper_only)
+        for i, r in zip(grp, res, strict=False):
+            out[i] = (r[0], r[1])
+    return out
