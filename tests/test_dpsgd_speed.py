@@ -232,3 +232,28 @@ def test_asking_the_full_evaluation_first_never_changes_a_verdict():
         fresh = api.Accountant("pld", 1e-3)
         assert acc.holds(MNIST_Q, s, 14063, 3.0, LOG_1E5) == \
             fresh.holds(MNIST_Q, s, 14063, 3.0, LOG_1E5)
+
+
+def test_epochs_solve_far_in_the_tail_is_seeded_by_the_clt_where_rdp_meets_nothing(
+        monkeypatch):
+    """At δ = 2.6e-260 RDP meets ε = 0.019 at no step count; the CLT's estimate seeds the
+    secant instead (a bisection over the steps from scratch took 34 evaluations)."""
+    from dpcalc.api._dpsgd_guess import steps_guess
+
+    q, sigma, eps, ld = 7.412e-07, 104.7, 0.01908, math.log(2.578e-260)
+    assert not api.Accountant("rdp", 1e-3).holds(q, sigma, 1, eps, ld)  # not even 1 step
+    clt = rel.clt_steps_guess(q, sigma, eps, ld)
+    assert clt is not None and 1e9 < clt < 1e10
+    assert steps_guess(api.Accountant("pld", 1e-3), q, sigma, eps, ld) is not None
+    counts = _count_evaluations(monkeypatch)
+    r = api.dpsgd(q=q, sigma=sigma, epsilon=eps, delta=2.578e-260, compare=False)
+    assert counts["pld"] <= 6, counts
+    e = r.value
+    assert pld.epsilon_bounds(q, sigma, api.steps_for(e, q), ld)[1] <= eps
+    assert pld.epsilon_bounds(q, sigma, api.steps_for(e + 1, q), ld)[1] > eps
+
+
+def test_clt_steps_guess_is_near_the_pld_answer_on_a_common_case():
+    # T·q²(e^{1/σ²} − 1) = μ²: 10⁴ steps at q = 0.01, σ = 4 give ε ≈ 0.95 at δ = 1e-5
+    assert rel.clt_steps_guess(0.01, 4.0, 0.9469, LOG_1E5) == pytest.approx(10000, rel=0.1)
+    assert rel.clt_steps_guess(0.01, 4.0, 1.0, -800.0) is None

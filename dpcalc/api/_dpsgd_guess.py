@@ -20,18 +20,23 @@ def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
 
     The RDP accountant's exact answer (its per-step RDP is computed once per (q, σ), so each
     of its probes is cheap) seeds a secant on log T ↦ log ε_upper(T) of the PLD (the bound
-    ``holds`` decides on: ``Accountant.bound_for``); any guess is safe: the integer solver
-    checks the guess and its neighbour with ``holds``.
+    ``holds`` decides on: ``Accountant.bound_for``); where RDP meets the target at no step
+    count (far in the tail, where it is loose), the Gaussian-DP CLT's estimate [DRS19] seeds
+    it.  Any guess is safe: the integer solver checks the guess and its neighbour with
+    ``holds``.
     """
     if acc.name != "pld" or epsilon <= 0:
         return None
     from dpcalc.api.dpsgd import STEPS  # (a local name: the declaration stays dpsgd's)
+    from dpcalc.relations import dpsgd as rel
 
     rdp = Accountant("rdp", acc.tolerance)
     try:
         t0 = solve_unknown(STEPS, lambda n: rdp.holds(q, sigma, n, epsilon, log_delta))
     except InfeasibleError:
-        return None
+        t0 = rel.clt_steps_guess(q, sigma, epsilon, log_delta)
+        if t0 is None or not 1 <= t0 <= MAX_STEPS:
+            return None
 
     def f(x: float) -> float:
         n = min(max(1, round(math.exp(x))), MAX_STEPS)

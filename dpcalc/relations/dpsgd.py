@@ -174,6 +174,18 @@ def clt_sigma_guess(q: float, steps: int, epsilon: float, log_delta: float) -> f
     return sigma if math.isfinite(sigma) and sigma > 0 else None
 
 
+def clt_steps_guess(q: float, sigma: float, epsilon: float, log_delta: float) -> float | None:
+    """An estimate (not a bound) of the step count that meets (ε, δ) at (q, σ), from the CLT
+    μ = q√(T(e^{1/σ²} − 1)) [DRS19, Sec 5], μ from ``clt_mu_guess`` [DRS19, Cor 2.13]; None
+    outside the double range.  Seeds solvers only."""
+    mu = clt_mu_guess(epsilon, log_delta)
+    if mu is None or not (0 < q <= 1 and sigma > 0):
+        return None
+    growth = math.expm1(min(1.0 / (sigma * sigma), 700.0))
+    steps = (mu / q) ** 2 / growth
+    return steps if math.isfinite(steps) and steps > 0 else None
+
+
 def clt_q_guess(sigma: float, epsilon: float, log_delta: float, steps: int | None = None,
                 epochs: float | None = None) -> float | None:
     """An estimate (not a bound) of the rate q that meets (ε, δ) at σ, from the CLT
