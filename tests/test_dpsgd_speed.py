@@ -257,37 +257,3 @@ def test_clt_steps_guess_is_near_the_pld_answer_on_a_common_case():
     # T·q²(e^{1/σ²} − 1) = μ²: 10⁴ steps at q = 0.01, σ = 4 give ε ≈ 0.95 at δ = 1e-5
     assert rel.clt_steps_guess(0.01, 4.0, 0.9469, LOG_1E5) == pytest.approx(10000, rel=0.1)
     assert rel.clt_steps_guess(0.01, 4.0, 1.0, -800.0) is None
-
-
-def test_coarse_rtol_only_where_the_pld_bracket_is_wider_than_ten_tolerances():
-    acc = api.Accountant("pld", 1e-3)
-    assert acc.coarse_rtol(1e-7) == 1e-7  # nothing evaluated yet
-    acc._seen[(0.01, 4.0, 10000, LOG_1E5)] = (0.947, (0.9465, 0.947))  # 5e-4 wide
-    assert acc.coarse_rtol(1e-7) == 1e-7
-    acc._seen[(1e-4, 0.8, 100000, LOG_1E5)] = (0.55, (0.50, 0.55))     # 9 % wide
-    assert acc.coarse_rtol(1e-7) == pytest.approx(1e-3 * 0.05 / 0.55)
-    assert acc.coarse_rtol(1e-3) == 1e-3
-    acc._seen[(1e-4, 0.8, 10**6, LOG_1E5)] = (5.0, (1.0, 5.0))           # 80 % wide
-    assert acc.coarse_rtol(1e-7) == 1e-4
-    rdp = api.Accountant("rdp", 1e-3)
-    rdp._seen.update(acc._seen)
-    assert rdp.coarse_rtol(1e-9) == 1e-9
-
-
-def test_a_q_solve_with_a_wide_bracket_passes_its_own_bound(monkeypatch):
-    """q = 1e-3, σ = 0.6: at the finest grid the bracket is about 5 % wide, so the solve
-    runs at the coarser precision; the answer still passes its own bound, and a rate
-    a little above it (beyond that precision) fails."""
-    used = []
-    real = api.Accountant.coarse_rtol
-
-    def spy(self, rtol):
-        used.append(real(self, rtol))
-        return used[-1]
-
-    monkeypatch.setattr(api.Accountant, "coarse_rtol", spy)
-    r = api.dpsgd(sigma=0.6, steps=3000, epsilon=3.87, delta=1e-8, compare=False)
-    assert used and used[-1] > 1e-5  # the coarse precision was in force
-    ld = math.log(r.parameters["delta"])
-    assert pld.epsilon_bounds(r.value, 0.6, 3000, ld)[1] <= 3.87
-    assert pld.epsilon_bounds(r.value * (1 + 1e-3), 0.6, 3000, ld)[1] > 3.87

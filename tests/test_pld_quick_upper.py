@@ -171,9 +171,6 @@ def test_a_solve_gives_the_same_answer_with_upper_only_full_evaluations(monkeypa
         return real(name, question, *args)
 
     monkeypatch.setattr(accountants, "evaluate", spy)
-    # the solve's precision then depends on the brackets alone, not on their lower ends
-    # (coarse_rtol reads those, and upper_only may leave them looser)
-    monkeypatch.setattr(Accountant, "coarse_rtol", lambda self, rtol: rtol)
     args = dict(sigma=0.6, steps=3000, epsilon=3.87, delta=1e-8, compare=False)
     got = api.dpsgd(**args).value
     assert "epsilon_solve" in asked and "epsilon" not in asked

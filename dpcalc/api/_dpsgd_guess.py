@@ -93,7 +93,6 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
             if f1 == f0 or not math.isfinite(f1):
                 break
             step = f1 * (x1 - x0) / (f1 - f0)
-            stop = max(stop, acc.coarse_rtol(0.0) / 4)  # a wide bracket: see coarse_rtol
             if abs(step) < stop:
                 return math.exp(x1), max(2.0 * abs(step) + stop / 8, 2e-9)
             if (f1 < 0) == (step > 0):
@@ -199,7 +198,6 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
             if f1 == f0 or not math.isfinite(f1):
                 break
             step = f1 * (x1 - x0) / (f1 - f0)  # the secant's distance from x1 to the root
-            stop = max(stop, acc.coarse_rtol(0.0) / 4)  # a wide bracket: see coarse_rtol
             if abs(step) < stop:
                 # the root lies about ``step`` from x1 (the secant converges superlinearly):
                 # the solver's first probe, 2·|step| beyond it, is then on the other side

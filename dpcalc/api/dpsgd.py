@@ -193,24 +193,6 @@ class Accountant:
                 return True
         return False
 
-    def coarse_rtol(self, rtol: float) -> float:
-        """The relative precision a solve on this accountant's PLD bound can use: ``rtol``,
-        unless a full evaluation so far had a bracket wider than 10 tolerances (the grid
-        cannot resolve ε better; at the finest grid of a small-q step, a tiny δ or very
-        many steps): then 1e-3 of that width, at most 1e-4. Any precision is sound (every
-        answer passes its own bound); beyond the bracket's width it only costs evaluations
-        (an upper bound that wide varies from point to point by more than the target
-        precision, and the secant and the bisection chase that variation). In a solve the
-        lower ends may be an earlier pass's (``for_solve``): a width read from them is never
-        smaller than the full bracket's."""
-        widest = 0.0
-        for _, bounds in self._seen.values():
-            if bounds is not None and 0.0 < bounds[1] < math.inf:
-                widest = max(widest, (bounds[1] - bounds[0]) / bounds[1])
-        if self.name != "pld" or widest <= 10.0 * self.tolerance:
-            return rtol
-        return max(rtol, min(1e-4, 1e-3 * widest))
-
     def _known(self):
         """(point, certified upper bound on ε) of the PLD's own evaluations so far."""
         for known, (value, _) in self._seen.items():
@@ -498,7 +480,6 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
         rtol = 2e-5 if acc.name == "pld" else 1e-9  # the PLD bound is only 1e-3 tight
         guess, guess_rtol = sigma_guess(acc, q, steps, eps, log_d,
                                          8e-6 if acc.name == "pld" else 2e-10)
-        rtol = acc.coarse_rtol(rtol)
         # low_open: the floor is not probed first (a bisection towards it returns a point
         # that passes, just above it, when it passes too)
         return solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
@@ -537,7 +518,6 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
     if "steps" in values:
         rtol = 1e-7 if acc.name == "pld" else 1e-9
         guess, guess_rtol = q_guess(acc, values, eps, log_d, low, rtol / 4)
-        rtol = acc.coarse_rtol(rtol)
     try:
         return solve_unknown(Q, lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
                              low=low, low_open=True, rtol=rtol, guess=guess,
