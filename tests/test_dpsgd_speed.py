@@ -257,3 +257,30 @@ def test_clt_steps_guess_is_near_the_pld_answer_on_a_common_case():
     # T·q²(e^{1/σ²} − 1) = μ²: 10⁴ steps at q = 0.01, σ = 4 give ε ≈ 0.95 at δ = 1e-5
     assert rel.clt_steps_guess(0.01, 4.0, 0.9469, LOG_1E5) == pytest.approx(10000, rel=0.1)
     assert rel.clt_steps_guess(0.01, 4.0, 1.0, -800.0) is None
+
+
+@pytest.mark.parametrize("q, sigma, eps, log_delta", [
+    (0.01, 1e200, 0.05, math.log(1e-300)),   # σ² overflows: 1/σ² is 0 in doubles
+    (0.5, 1e200, 0.01, math.log(1e-300)),
+    (1e-200, 1.0, 0.5, math.log(1e-300)),    # (μ/q)² overflows
+    (0.01, 1e-3, 0.5, math.log(1e-300)),     # e^{1/σ²} overflows
+])
+def test_clt_steps_guess_is_none_or_finite_at_the_extremes(q, sigma, eps, log_delta):
+    guess = rel.clt_steps_guess(q, sigma, eps, log_delta)
+    assert guess is None or 0 < guess < math.inf
+
+
+def test_steps_solves_with_a_huge_sigma_still_answer():
+    """review of the CLT seed: σ = 1e200 is evaluated at 1e6 (more noise is never less
+    private), and the seed must not divide by 1/σ² = 0 (before the fix: ZeroDivisionError)"""
+    ld = math.log(1e-300)
+    r = api.dpsgd(q=0.01, sigma=1e200, epsilon=0.05, delta=1e-300, solve_for="steps",
+                  compare=False)
+    assert pld.epsilon_bounds(0.01, 1e6, r.value, ld)[1] <= 0.05
+    assert pld.epsilon_bounds(0.01, 1e6, r.value + 1, ld)[1] > 0.05
+    r = api.dpsgd(q=0.5, sigma=1e200, epsilon=0.01, delta=1e-300, compare=False)
+    assert pld.epsilon_bounds(0.5, 1e6, api.steps_for(r.value, 0.5), ld)[1] <= 0.01
+    assert pld.epsilon_bounds(0.5, 1e6, api.steps_for(r.value + 1, 0.5), ld)[1] > 0.01
+    with pytest.raises(InfeasibleError):
+        api.dpsgd(q=1e-200, sigma=1.0, epsilon=0.5, delta=1e-300, solve_for="steps",
+                  compare=False)

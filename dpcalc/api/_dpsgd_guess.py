@@ -34,7 +34,10 @@ def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
     try:
         t0 = solve_unknown(STEPS, lambda n: rdp.holds(q, sigma, n, epsilon, log_delta))
     except InfeasibleError:
-        t0 = rel.clt_steps_guess(q, sigma, epsilon, log_delta)
+        try:
+            t0 = rel.clt_steps_guess(q, acc._evaluated_sigma(sigma), epsilon, log_delta)
+        except (ArithmeticError, ValueError):
+            t0 = None
         if t0 is None or not 1 <= t0 <= MAX_STEPS:
             return None
 

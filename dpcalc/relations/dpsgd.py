@@ -179,11 +179,16 @@ def clt_steps_guess(q: float, sigma: float, epsilon: float, log_delta: float) ->
     μ = q√(T(e^{1/σ²} − 1)) [DRS19, Sec 5], μ from ``clt_mu_guess`` [DRS19, Cor 2.13]; None
     outside the double range.  Seeds solvers only."""
     mu = clt_mu_guess(epsilon, log_delta)
-    if mu is None or not (0 < q <= 1 and sigma > 0):
+    if mu is None or not (0 < q <= 1 and 0 < sigma < math.inf):
         return None
-    growth = math.expm1(min(1.0 / (sigma * sigma), 700.0))
-    steps = (mu / q) ** 2 / growth
-    return steps if math.isfinite(steps) and steps > 0 else None
+    # in logs: σ² and (μ/q)² leave the double range long before the guess does
+    log_inv_var = -2.0 * math.log(sigma)                      # log(1/σ²)
+    if log_inv_var < -30.0:
+        log_growth = log_inv_var                              # e^x − 1 = x(1 + O(x))
+    else:
+        log_growth = math.log(math.expm1(min(math.exp(log_inv_var), 700.0)))
+    log_steps = 2.0 * (math.log(mu) - math.log(q)) - log_growth
+    return math.exp(log_steps) if -700.0 < log_steps < 700.0 else None
 
 
 def clt_q_guess(sigma: float, epsilon: float, log_delta: float, steps: int | None = None,
