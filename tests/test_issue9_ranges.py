@@ -232,11 +232,11 @@ def test_fallback_note_describes_the_answer_not_a_probe(monkeypatch):
     honest = api.dpsgd(q=0.01, epochs=1, epsilon=1, delta=1e-5, compare=False)
     real, real_upper, failed = pld.epsilon_bounds, pld.epsilon_upper, []
 
-    def flaky(q, sigma, steps, log_delta, tol, upper_only=False):
+    def flaky(q, sigma, steps, log_delta, tol, for_solve=False):
         if sigma < honest.value * 0.999:  # probes well below the answer cannot be certified
             failed.append(sigma)
             raise pld.PLDUncertifiable("test")
-        return real(q, sigma, steps, log_delta, tol, upper_only)
+        return real(q, sigma, steps, log_delta, tol, for_solve)
 
     def flaky_upper(q, sigma, steps, log_delta, tol, stop_above=math.inf):
         if sigma < honest.value * 0.999:  # the same probes fail for the cheap bound too

@@ -90,7 +90,7 @@ def test_accountant_holds_agrees_with_the_full_bracket_on_clear_cases():
 def test_curve_points_are_certified_upper_bounds_near_each_points_bracket():
     q, sigma, log_delta = 256 / 60000, 1.1, math.log(1e-5)
     steps = [math.ceil(e / q) for e in (1, 2, 5, 13, 30, 60)]
-    rows = pld.epsilon_curve(q, sigma, steps, log_delta, upper_only=True)
+    rows = pld.epsilon_curve(q, sigma, steps, log_delta, for_solve=True)
     for (s, lo, up), t in zip(rows, steps, strict=True):
         low, high = pld.epsilon_bounds(q, sigma, t, log_delta)
         assert s == t and lo == 0.0
@@ -123,11 +123,11 @@ def test_kept_compositions_never_lose_a_side_they_are_about_to_read():
     assert kept == pld.epsilon_bounds(0.01, 1.0, 1000, ld)
 
 
-# -- upper_only: a solver's full evaluation skips the optimistic side of the last pass ------
+# -- for_solve: a solver's full evaluation skips the optimistic side of the last pass ------
 
 # each refines to the finest grid (the first pass is too wide); the second has an add
 # direction that its bound on the loss does not rule out, the third a tiny δ
-UPPER_ONLY_CASES = [
+FOR_SOLVE_CASES = [
     (1e-4, 0.8, 2000, math.log(1e-10)),
     (1e-3, 0.6, 3000, math.log(1e-8)),
     (3e-5, 1.2, 5000, math.log(1e-100)),
@@ -135,8 +135,8 @@ UPPER_ONLY_CASES = [
 ]
 
 
-@pytest.mark.parametrize("q, sigma, steps, log_delta", UPPER_ONLY_CASES)
-def test_upper_only_gives_the_full_brackets_upper_end_bit_for_bit(q, sigma, steps,
+@pytest.mark.parametrize("q, sigma, steps, log_delta", FOR_SOLVE_CASES)
+def test_for_solve_gives_the_full_brackets_upper_end_bit_for_bit(q, sigma, steps,
                                                                    log_delta):
     import dpcalc.pld.eps_search as search
 
@@ -150,7 +150,7 @@ def test_upper_only_gives_the_full_brackets_upper_end_bit_for_bit(q, sigma, step
 
     search._compose_points = spy
     try:
-        lo_u, up_u = pld.epsilon_bounds(q, sigma, steps, log_delta, upper_only=True)
+        lo_u, up_u = pld.epsilon_bounds(q, sigma, steps, log_delta, for_solve=True)
     finally:
         search._compose_points = real
     assert up_u == upper
@@ -159,7 +159,7 @@ def test_upper_only_gives_the_full_brackets_upper_end_bit_for_bit(q, sigma, step
         assert (True,) in sides
 
 
-def test_a_solve_gives_the_same_answer_with_upper_only_full_evaluations(monkeypatch):
+def test_a_solve_gives_the_same_answer_with_for_solve_full_evaluations(monkeypatch):
     import dpcalc.accountants.dpsgd as accountants
     from dpcalc.api import dpsgd as api
 
@@ -187,3 +187,28 @@ def test_a_solve_gives_the_same_answer_with_upper_only_full_evaluations(monkeypa
     monkeypatch.setattr(api, "_solve", plain)
     assert api.dpsgd(**args).value == got
     assert "epsilon" in asked and "epsilon_solve" not in asked
+
+
+def test_for_solve_skips_a_direction_the_full_bracket_skips_even_if_its_pass_fails(
+        monkeypatch):
+    """Review: with the remove direction's last lower end still pending, the add direction's
+    first pass is composed where the full bracket (reading that lower end) skips it. If that
+    pass cannot be certified, the settled lower end decides, as in the full bracket."""
+    import dpcalc.pld.eps_search as search
+
+    case = (0.0011261, 0.90477, 8248, -97.363)   # the review's case where the two differ
+    real = search._compose_points
+    add_passes = []
+
+    def no_add(*args, **kwargs):
+        if kwargs.get("directions") == ["add"]:
+            add_passes.append(kwargs.get("sides"))
+            raise search.PLDUncertifiable("test: the add direction cannot be certified")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(search, "_compose_points", no_add)
+    lower, upper = pld.epsilon_bounds(*case)
+    assert not add_passes             # the full bracket skips the add direction
+    lo_s, up_s = pld.epsilon_bounds(*case, for_solve=True)
+    assert add_passes                 # the solver's composes its first pass, which fails
+    assert up_s == upper and lo_s <= up_s

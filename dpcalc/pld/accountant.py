@@ -71,12 +71,12 @@ def _check_log_delta(log_delta):
 
 
 def epsilon_bounds(items: Sequence[tuple[DominatingPair, int]], log_delta: float,
-                   tolerance: float = 1e-3, upper_only: bool = False) -> tuple[float, float]:
+                   tolerance: float = 1e-3, for_solve: bool = False) -> tuple[float, float]:
     """Certified bracket (lower, upper) on ε(δ) of the composition of a plan's items.
 
     ε(δ) is the smallest ε ≥ 0 with δ(ε) ≤ δ in both directions [KJH20]; the grid is refined
     until (upper − lower)/upper ≤ tolerance or the resolution cap is hit (then a wider,
-    still certified, bracket).  ``upper_only``: the same upper end, bit for bit, and a lower
+    still certified, bracket).  ``for_solve``: the same upper end, bit for bit, and a lower
     end that may be looser (the last pass composes no optimistic side, see _eps_group): for
     solvers, whose predicates read the upper end alone.  References: [KJH20], [DGKKM22,
     Alg. 1].
@@ -88,7 +88,7 @@ def epsilon_bounds(items: Sequence[tuple[DominatingPair, int]], log_delta: float
     _check_log_delta(log_delta)
     pair, n, fixed = _split(items)
     return _eps_core(pair, [n], float(log_delta), float(tolerance), fixed,
-                     upper_only=bool(upper_only))[0]
+                     for_solve=bool(for_solve))[0]
 
 
 def epsilon_upper(items: Sequence[tuple[DominatingPair, int]], log_delta: float,

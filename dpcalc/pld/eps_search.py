@@ -82,7 +82,7 @@ def _plans_eps(pair, steps_group, log_delta, tolerance, lower=None, fixed=()):
 
 
 def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
-               stop_above=math.inf, upper_only=False):
+               stop_above=math.inf, for_solve=False):
     """Brackets on ε(δ) for a group of step counts sharing the tilt; each direction is
     refined only while it matters for the combined bracket (max over directions).
 
@@ -91,7 +91,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
     half the cost, equal to the full one whenever the full bracket needs no refinement
     (``stop_above``: see _eps_group_quick).
 
-    ``upper_only``: the same passes, but a pass known to be a direction's last (at the
+    ``for_solve``: the same passes, but a pass known to be a direction's last (at the
     finest resolution, or the sixth) composes only the pessimistic sides.  The upper ends
     are those of the full brackets, bit for bit (the passes, tilts and compositions are the
     same; the optimistic sides of a last pass decide nothing); the lower ends are the
@@ -126,7 +126,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
         return [[max(per_dir[d][i][0] for d in per_dir), max(per_dir[d][i][1] for d in per_dir)]
                 for i in range(n)]
 
-    pending = {}   # direction -> (ρ, plans) of its last pass, composed upper_only
+    pending = {}   # direction -> (ρ, plans) of its last pass, composed for_solve
 
     def complete():
         """The optimistic sides of the upper-only last passes, once a later direction's
@@ -162,13 +162,21 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
             per_dir[d] = best
             continue
         per_dir[d] = best
+        unsettled = bool(pending)   # the full bracket may have skipped this direction
         rho = _first_rho(tolerance)
         prev = math.inf
         for k in range(6):
-            last = upper_only and (rho <= _RHO_MIN or k == 5)
-            res = _compose_points(pair, steps_group, rho, plans, log_eta, evaluate,
-                                  sides=(True,) if last else (True, False),
-                                  directions=[d], fixed=fixed)
+            last = for_solve and (rho <= _RHO_MIN or k == 5)
+            try:
+                res = _compose_points(pair, steps_group, rho, plans, log_eta, evaluate,
+                                      sides=(True,) if last else (True, False),
+                                      directions=[d], fixed=fixed)
+            except (PLDUncertifiable, ArithmeticError, ValueError):
+                # a pass the full bracket may not compose: where the settled lower end
+                # skips this direction, skip it as the full bracket does (review)
+                if k == 0 and unsettled and dominated(best, other):
+                    break
+                raise
             for b, (lo, up) in zip(best, res, strict=True):
                 b[0] = max(b[0], lo)
                 b[1] = min(b[1], up)
@@ -220,7 +228,7 @@ def _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans, log_
 
 
 def _eps_core(pair, steps_list, log_delta, tolerance, fixed=(), quick=False,
-              stop_above=math.inf, upper_only=False):
+              stop_above=math.inf, for_solve=False):
     out = [None] * len(steps_list)
     # first-pass curves are read for their shape: tilts within a factor 4 share a group
     # (the 60-epoch MNIST curve: 2 groups instead of 4, each point within 3e-5 above or
@@ -228,7 +236,7 @@ def _eps_core(pair, steps_list, log_delta, tolerance, fixed=(), quick=False,
     spread = _QUICK_SPREAD if quick else 2.0
     for grp in _groups(pair, steps_list, log_delta, tolerance, fixed, spread):
         res = _eps_group(pair, [steps_list[i] for i in grp], log_delta, tolerance, fixed,
-                         quick=quick, stop_above=stop_above, upper_only=upper_only)
+                         quick=quick, stop_above=stop_above, for_solve=for_solve)
         for i, r in zip(grp, res, strict=False):
             out[i] = (r[0], r[1])
     return out

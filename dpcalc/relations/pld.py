@@ -91,7 +91,7 @@ def _check_epsilon(epsilon):
 
 
 def epsilon_bounds(q: float, noise_multiplier: float, steps: int, log_delta: float,
-                   tolerance: float = 1e-3, upper_only: bool = False) -> tuple[float, float]:
+                   tolerance: float = 1e-3, for_solve: bool = False) -> tuple[float, float]:
     """Certified bracket (lower, upper) on ε(δ) of DP-SGD (Poisson-subsampled Gaussian).
 
     ε(δ) is the smallest ε ≥ 0 with δ(ε) ≤ δ for both add and remove neighbours; upper is
@@ -105,7 +105,7 @@ def epsilon_bounds(q: float, noise_multiplier: float, steps: int, log_delta: flo
         steps: number of steps T ≥ 1.
         log_delta: natural log of δ, < 0 (δ may be far below the double range).
         tolerance: target relative width of the bracket, in (0, 1).
-        upper_only: the same upper end, bit for bit, with a lower end that may be looser
+        for_solve: the same upper end, bit for bit, with a lower end that may be looser
             (cheaper; see dpcalc.pld.accountant.epsilon_bounds): for solvers' predicates.
 
     Raises:
@@ -115,7 +115,7 @@ def epsilon_bounds(q: float, noise_multiplier: float, steps: int, log_delta: flo
     _check_log_delta(log_delta)
     pair = SubsampledGaussian(float(q), float(noise_multiplier))
     return _eps_core(pair, [int(steps)], float(log_delta), float(tolerance),
-                     upper_only=bool(upper_only))[0]
+                     for_solve=bool(for_solve))[0]
 
 
 def epsilon_upper(q: float, noise_multiplier: float, steps: int, log_delta: float,
