@@ -284,3 +284,12 @@ def test_steps_solves_with_a_huge_sigma_still_answer():
     with pytest.raises(InfeasibleError):
         api.dpsgd(q=1e-200, sigma=1.0, epsilon=0.5, delta=1e-300, solve_for="steps",
                   compare=False)
+
+
+def test_an_infeasible_epochs_solve_far_in_the_tail_stops_at_one_step(monkeypatch):
+    """Random case 120: RDP meets nothing and neither does one PLD step; the CLT seed must
+    not send the solve galloping over large step counts first (it took 11 s)."""
+    counts = _count_evaluations(monkeypatch)
+    with pytest.raises(InfeasibleError, match="steps = 1"):
+        api.dpsgd(q=5.662e-07, sigma=0.676, epsilon=2.89, delta=4.709e-142, compare=False)
+    assert counts.get("pld", 0) <= 2, counts

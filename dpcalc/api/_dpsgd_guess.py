@@ -34,6 +34,8 @@ def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
     try:
         t0 = solve_unknown(STEPS, lambda n: rdp.holds(q, sigma, n, epsilon, log_delta))
     except InfeasibleError:
+        if not acc.holds(q, sigma, 1, epsilon, log_delta):
+            return None  # not even one step: the solver's first probe (memoised) says so
         try:
             t0 = rel.clt_steps_guess(q, acc._evaluated_sigma(sigma), epsilon, log_delta)
         except (ArithmeticError, ValueError):
