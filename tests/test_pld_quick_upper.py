@@ -90,7 +90,7 @@ def test_accountant_holds_agrees_with_the_full_bracket_on_clear_cases():
 def test_curve_points_are_certified_upper_bounds_near_each_points_bracket():
     q, sigma, log_delta = 256 / 60000, 1.1, math.log(1e-5)
     steps = [math.ceil(e / q) for e in (1, 2, 5, 13, 30, 60)]
-    rows = pld.epsilon_curve(q, sigma, steps, log_delta, for_solve=True)
+    rows = pld.epsilon_curve(q, sigma, steps, log_delta, upper_only=True)
     for (s, lo, up), t in zip(rows, steps, strict=True):
         low, high = pld.epsilon_bounds(q, sigma, t, log_delta)
         assert s == t and lo == 0.0
