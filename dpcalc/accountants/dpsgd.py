@@ -187,10 +187,11 @@ def evaluate(name: str, question: str, q, sigma, steps, x, tolerance):
     from dpcalc.methods import DPSGD, FALLBACK
 
     accountant = DPSGD[name].load()
-    method = getattr(accountant, question, None) if question == "epsilon_solve" else None
     if question == "epsilon_solve":
-        question = "epsilon"  # its fallback and its note are those of ε
-    method = method or getattr(accountant, question)
+        # the accountant's own if it has one; the fallback and its note are those of ε
+        question, method = "epsilon", accountant.epsilon_solve or accountant.epsilon
+    else:
+        method = getattr(accountant, question)
     if name not in FALLBACK:
         return (*method(q, sigma, steps, x, tolerance), "")
     try:
