@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
-from dpcalc.pld._core import _NWIN_MAX
+from dpcalc.pld._core import _BUDGET, _NWIN_MAX
 
 
 @dataclass
@@ -89,7 +89,85 @@ def _conv_fft(x: np.ndarray, y: np.ndarray, same: bool):
     return out, math.sqrt(nout) * r2, r2
 
 
-def _conv(a: _Dist, b: _Dist) -> _Dist:
+_SPLIT_MIN = 4096        # shorter outputs: the plain FFT (the split would not pay)
+_SPLIT_THETAS = tuple(10.0 ** -k for k in range(2, 13))
+
+
+def _square_split(x: np.ndarray):
+    """x*x with a smaller round-off bound when a short window (the core c) holds nearly all
+    of x's mass: x*x = c*c + t*(x + c), t = x − c (the tail).  c*c is an FFT of the core's
+    length, and the full-length FFT's bound scales with the tail's norms instead of x's
+    ([Hig02, Thm 24.2] as in _fft_roundoff_l2, per product; x + c doubles the core's entries,
+    exactly).  Returns (out, ℓ1 bound, ℓ∞ bound), or None when no window lowers the bound of
+    the plain FFT by half."""
+    nout = 2 * x.size - 1
+    n = 1 << (nout - 1).bit_length()
+    cs = np.cumsum(x)
+    cq = np.cumsum(x * x)
+    tot, tot2 = float(cs[-1]), float(cq[-1])
+    if not tot > 0.0:
+        return None
+    plain = _fft_roundoff_l2(n, tot, math.sqrt(tot2), tot, math.sqrt(tot2)) * math.sqrt(nout)
+    best = None
+    for th in _SPLIT_THETAS:
+        i0 = int(np.searchsorted(cs, 0.5 * th * tot, side="right"))
+        i1 = int(np.searchsorted(cs, tot * (1.0 - 0.5 * th), side="left")) + 1
+        i1 = min(max(i1, i0 + 1), x.size)
+        m = i1 - i0
+        if 4 * m > x.size:
+            break
+        c1 = float(cs[i1 - 1] - (cs[i0 - 1] if i0 else 0.0))
+        c2 = float(cq[i1 - 1] - (cq[i0 - 1] if i0 else 0.0))
+        t1 = max(tot - c1, 0.0) * (1 + 1e-6) + 1e-300
+        t2 = max(tot2 - c2, 0.0) * (1 + 1e-6) + 1e-300
+        mo = 2 * m - 1
+        nc = 1 << (mo - 1).bit_length()
+        bc = _fft_roundoff_l2(nc, c1, math.sqrt(c2), c1, math.sqrt(c2)) * math.sqrt(mo)
+        bt = _fft_roundoff_l2(n, t1, math.sqrt(t2), 2 * tot, 2 * math.sqrt(tot2)) \
+            * math.sqrt(nout)
+        if best is None or bc + bt < best[0]:
+            best = (bc + bt, i0, i1)
+    if best is None or best[0] > 0.5 * plain:
+        return None
+    _, i0, i1 = best
+    core = x[i0:i1]
+    tail = x.copy()
+    tail[i0:i1] = 0.0
+    both = x.copy()
+    both[i0:i1] *= 2.0                                   # x + c, exact
+    ft = np.fft.rfft(tail, n)
+    fb = np.fft.rfft(both, n)
+    out = np.fft.irfft(ft * fb, n)[:nout]
+    n1t, n2t = float(tail.sum()), math.sqrt(float((tail * tail).sum()))
+    n1b, n2b = float(both.sum()), math.sqrt(float((both * both).sum()))
+    r2 = _fft_roundoff_l2(n, n1t, n2t, n1b, n2b)
+    if core.size <= 48:
+        cc = np.convolve(core, core)
+        g = core.size * _U / (1 - core.size * _U) * 2
+        n1c = float(core.sum())
+        r1c, rinfc = g * n1c * n1c, g * n1c * float(core.max())
+    else:
+        cc, r1c, rinfc = _conv_fft(core, core, True)
+    out[2 * i0:2 * i0 + cc.size] += cc
+    # the addition: one rounding per entry of the sum
+    add = 2 * _U * tot * tot
+    return out, math.sqrt(nout) * r2 + r1c + add, r2 + rinfc + add
+
+
+def _noisy(a: _Dist, nout: int, tau: float) -> bool:
+    """Whether the plain FFT bound of a*a exceeds τ/_BUDGET, τ the truncation threshold
+    that follows the product (absolute tilted mass, already divided by the number of copies
+    of this power in the composition): τ·n_tr is _BUDGET of the tolerance's share of δ, so
+    beyond it the round-off alone could cost a visible part of the tolerance; below it the
+    split (_square_split) would not pay for its extra transform."""
+    n = 1 << (nout - 1).bit_length()
+    n1 = float(a.t.sum())
+    n2 = math.sqrt(float((a.t * a.t).sum()))
+    r1 = _fft_roundoff_l2(n, n1, n2, n1, n2) * math.sqrt(nout)
+    return r1 * math.exp(min(2.0 * a.logscale, 700.0)) * _BUDGET > tau
+
+
+def _conv(a: _Dist, b: _Dist, tau: float = 0.0) -> _Dist:
     """Convolution with propagated ℓ1 / ℓ∞ error bounds; negatives clipped (never worse).
 
     Direct for short vectors.  Otherwise by FFT; when a few entries carry most of the mass
@@ -113,7 +191,11 @@ def _conv(a: _Dist, b: _Dist) -> _Dist:
     else:
         ha = _heavy(a.t) if nout > 16384 else None
         hb = (ha if same else _heavy(b.t)) if ha is not None else None
-        if ha is None:
+        split = same and nout > _SPLIT_MIN and _noisy(a, nout, tau)
+        sp = _square_split(a.t) if (ha is None and split) else None
+        if sp is not None:
+            out, r1, rinf = sp
+        elif ha is None:
             out, r1, rinf = _conv_fft(a.t, b.t, same)
         else:
             # a*b = a_H*b + b_H*a_L + a_L*b_L   (H: heavy entries, L: the rest)
@@ -126,7 +208,8 @@ def _conv(a: _Dist, b: _Dist) -> _Dist:
                 if not same:
                     bL[hb] = 0.0
                 hb_idx = hb
-            out, r1, rinf = _conv_fft(aL, bL, same and hb is not None)
+            sp = _square_split(aL) if split and hb is not None else None
+            out, r1, rinf = sp if sp is not None else _conv_fft(aL, bL, same and hb is not None)
             for j in ha:
                 out[j:j + lb] += a.t[j] * b.t
             for i in hb_idx:
@@ -339,8 +422,8 @@ class _Engine:
         while len(self.powers) <= k:
             kk = len(self.powers)
             p = self.powers[-1]
-            sq = _conv(p, p)
             mult = max(1, self.t_max >> kk)
+            sq = _conv(p, p, self.tau / mult)
             sq = _truncate(sq, self.tau / mult, self.pess)
             sq = self.to_grid(sq, min(kk // 2, max(self.s_max, sq.s)))
             while sq.t.size > self.nwin // 2:
