@@ -91,6 +91,7 @@ def _conv_fft(x: np.ndarray, y: np.ndarray, same: bool):
 
 _SPLIT_MIN = 4096        # shorter outputs: the plain FFT (the split would not pay)
 _SPLIT_THETAS = tuple(10.0 ** -k for k in range(2, 13))
+_SPLIT_NOISE = 1000.0    # see _noisy
 
 
 def _square_split(x: np.ndarray):
@@ -155,16 +156,21 @@ def _square_split(x: np.ndarray):
 
 
 def _noisy(a: _Dist, nout: int, tau: float) -> bool:
-    """Whether the plain FFT bound of a*a exceeds τ/_BUDGET, τ the truncation threshold
-    that follows the product (absolute tilted mass, already divided by the number of copies
-    of this power in the composition): τ·n_tr is _BUDGET of the tolerance's share of δ, so
-    beyond it the round-off alone could cost a visible part of the tolerance; below it the
-    split (_square_split) would not pay for its extra transform."""
+    """Whether the plain FFT bound of a*a exceeds _SPLIT_NOISE·τ/_BUDGET, τ the truncation
+    threshold that follows the product (absolute tilted mass, already divided by the copies
+    of this power in the composition; n_tr such thresholds make _BUDGET of tol·δ/Γ).
+
+    Only a work-saving gate (either way the bounds are certified).  τ rests on a
+    conservative guess of Γ/δ (too large by e^5 to e^8 on the cases measured), hence the
+    large factor: at 1000 the split runs on 0.7 % of the convolutions of 200 random DP-SGD
+    questions at δ = 1e-5 (it moved their ε by < 2e-5 relative) and on none of the issue-13
+    solves, and keeps the gain at small q and small δ (q = 1e-4, δ = 1e-10: the upper end
+    +0.101 % above the reference, +0.100 % with the split everywhere, +0.42 % without)."""
     n = 1 << (nout - 1).bit_length()
     n1 = float(a.t.sum())
     n2 = math.sqrt(float((a.t * a.t).sum()))
     r1 = _fft_roundoff_l2(n, n1, n2, n1, n2) * math.sqrt(nout)
-    return r1 * math.exp(min(2.0 * a.logscale, 700.0)) * _BUDGET > tau
+    return r1 * math.exp(min(2.0 * a.logscale, 700.0)) * _BUDGET > _SPLIT_NOISE * tau
 
 
 def _conv(a: _Dist, b: _Dist, tau: float = 0.0) -> _Dist:
