@@ -100,7 +100,9 @@ def _square_split(x: np.ndarray):
     length, and the full-length FFT's bound scales with the tail's norms instead of x's
     ([Hig02, Thm 24.2] as in _fft_roundoff_l2, per product; x + c doubles the core's entries,
     exactly).  Returns (out, ℓ1 bound, ℓ∞ bound), or None when no window lowers the bound of
-    the plain FFT by half."""
+    the plain FFT by half.  Preconditions (as for _conv_fft): x ≥ 0, not empty, and its
+    maximum far above 2^-511 (the engine's vectors are normalised to a maximum of 1): then
+    products rounded in the subnormal range, ≤ 2^-1074 each, lie far inside the add term."""
     nout = 2 * x.size - 1
     n = 1 << (nout - 1).bit_length()
     cs = np.cumsum(x)
