@@ -520,7 +520,7 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
     rtol, guess, guess_rtol = 1e-9, None, 1e-9
     if "steps" in values:
         rtol = 2e-5 if acc.name == "pld" else 1e-9
-        guess, guess_rtol = q_guess(acc, values, eps, log_d, low, rtol / 4)
+        guess, guess_rtol = q_guess(acc, values, eps, log_d, low, rtol)
     try:
         return solve_unknown(Q, lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
                              low=low, low_open=True, rtol=rtol, guess=guess,
