@@ -426,6 +426,9 @@ def _clump_cuts_at(pair: DominatingPair, direction: str, h: float, stride: int,
             k = int(good[0])
             b = float(pts[k])
             a = float(pts[k - 1]) if k > 0 else a
+        lr, _ = _bucket_ratio(pair, direction, t0, np.array([b]), target)
+        if lr is None or not lr[0] - target <= 0.25 * width:
+            break              # an atom (a jump of the ratio): it stays on the grid
         cuts.append(b)
     return off, cuts
 
@@ -466,7 +469,7 @@ def _clump_level0(pair: DominatingPair, direction: str, ell, jpos, tb: Tails, of
     ellc = off + jc.astype(float) * h
     mids = 0.5 * (ell[:-1] + ell[1:])
     cand = np.nonzero((mids > cuts[-1]) & (ell[:-1] > ellc[-1]))[0]
-    if cand.size == 0 or jc[-1] > jpos[-1]:
+    if cand.size == 0 or jc[-1] > jpos[-1] or jpos[0] > 0:
         return None
     js = int(cand[0])
     tc = pair.tails(np.array(cuts, dtype=float), direction)

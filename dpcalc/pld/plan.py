@@ -337,9 +337,9 @@ def _clump_plan(pair: DominatingPair, direction: str, lam: float, h: float, stri
     edge, by the pair's quadrature): the composed clump keeps its width in cells at every
     level (it widens like √n, the cells like 2^{k/2}), so it is lowered at every
     coarsening."""
-    edge = pair.loss_bounds(direction)[0]
-    if not math.isfinite(edge) or stride < 2:
-        return None
+    edge, top = pair.loss_bounds(direction)
+    if not math.isfinite(edge) or math.isfinite(top) or stride < 2:
+        return None            # (two edges: the grid is aligned with both, see _make_sides)
     loss, lw0, _ = _sorted_nodes(pair, direction, lam, 10.0, 600, log_eta_top)
     if loss.size == 0:
         return None
