@@ -1,7 +1,9 @@
 """Discretisation of one step's PLD on a grid, pessimistic and optimistic, from a pair's tails.
 
 Pessimistic: connect-the-dots [DGKKM22, Alg. 1] (the result dominates the pair).
-Optimistic: merged loss buckets placed at their grid values (dominated by the pair).
+Optimistic: merged loss buckets placed at their grid values (dominated by the pair); next to a
+hard lower edge a clump narrower than the grid is merged into a few buckets whose ratios lie on
+the final coarse grid (_clump_level0).
 Both move the computed CDF by twice its error bound towards the safe side, so each holds for
 the exact tails too.  References: [DGKKM22], [KJH20].
 """
