@@ -196,7 +196,11 @@ def test_for_solve_skips_a_direction_the_full_bracket_skips_even_if_its_pass_fai
     pass cannot be certified, the settled lower end decides, as in the full bracket."""
     import dpcalc.pld.eps_search as search
 
-    case = (0.0011261, 0.90477, 8248, -97.363)   # the review's case where the two differ
+    # the review's case was T = 8248; since the optimistic side's clump merge its first-pass
+    # lower end (9.359) already rules out the add direction (ε ≤ T·(−log(1 − q)) = 9.293),
+    # so both skip it. At T = 8320 the add bound 9.374 lies between the first-pass lower end
+    # (9.362) and the last one (9.382): the two differ again as in the review
+    case = (0.0011261, 0.90477, 8320, -97.363)
     real = search._compose_points
     add_passes = []
 

@@ -82,7 +82,10 @@ def _first_rho(tolerance: float) -> float:
 
 def _next_rho(rho: float, tolerance: float, width: float) -> float:
     factor = math.sqrt(0.5 * tolerance / width) if width > 0 and math.isfinite(width) else 0.3
-    return max(_RHO_MIN, rho * min(0.7, max(0.25, factor)))
+    nxt = rho * min(0.7, max(0.25, factor))
+    # within 25 % of the finest grid: the finest (about the same cost, tighter, and known
+    # to be the last pass, which a solver's evaluation composes upper-only)
+    return _RHO_MIN if nxt < 1.25 * _RHO_MIN else nxt
 
 
 def _log_eta(log_delta: float, tolerance: float, steps: int) -> float:

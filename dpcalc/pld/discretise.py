@@ -1,7 +1,9 @@
 """Discretisation of one step's PLD on a grid, pessimistic and optimistic, from a pair's tails.
 
 Pessimistic: connect-the-dots [DGKKM22, Alg. 1] (the result dominates the pair).
-Optimistic: merged loss buckets placed at their grid values (dominated by the pair).
+Optimistic: merged loss buckets placed at their grid values (dominated by the pair); next to a
+hard lower edge a clump narrower than the grid is merged into a few buckets whose ratios lie on
+the final coarse grid (_clump_level0).
 Both move the computed CDF by twice its error bound towards the safe side, so each holds for
 the exact tails too.  References: [DGKKM22], [KJH20].
 """
@@ -352,3 +354,132 @@ def _bucket_level0(ell, tb: Tails):
         lrel = np.log(2 * _U) + np.logaddexp(tail - lp, 1.0)
     lrel = np.where(np.isfinite(lp), lrel, -np.inf)
     return lp, lrel
+
+
+# --------------------------------------------------------------------------------------
+# the optimistic side's clump next to a hard lower edge
+# --------------------------------------------------------------------------------------
+
+def _clump_ratio(pair: DominatingPair, direction: str, beta: float):
+    """log P(L ≤ β) − log Q(L ≤ β) (the log likelihood ratio of the event {L ≤ β}) and a
+    margin covering its error bound; None if the tails are not available there."""
+    tb = pair.tails(np.array([beta]), direction)
+    if tb is None or not (np.isfinite(tb.lPlo[0]) and np.isfinite(tb.lQlo[0])):
+        return None
+    lr = float(tb.lPlo[0] - tb.lQlo[0])
+    # |Δ log a| ≤ 2e (e ≤ 1/2), so the ratio is known to within 2(e_P + e_Q); padded
+    margin = 4.0 * float(tb.ePlo[0] + tb.eQlo[0]) + 64 * _U * (1.0 + abs(lr))
+    return lr, margin
+
+
+def _clump_cuts(pair: DominatingPair, direction: str, h: float, stride: int, edge: float,
+                n_max: int):
+    """_clump_cuts_at for β_0 = edge + f·stride·h, f the first of 1/2, 5/8, 3/4, 7/8, 1 for
+    which bucket 1 exists (the mass above β_0 can have a ratio ≥ e^{off + stride·h}: a steep
+    tail's ratio is not much above β_0); the last try otherwise.  Heuristic."""
+    got = None
+    for f in (0.5, 0.625, 0.75, 0.875, 1.0):
+        got = _clump_cuts_at(pair, direction, h, stride, edge + f * stride * h, n_max)
+        if got is not None and len(got[1]) > 1:
+            return got
+    return got
+
+
+def _clump_cuts_at(pair: DominatingPair, direction: str, h: float, stride: int,
+                   beta0: float, n_max: int):
+    """Buckets next to a hard lower edge whose likelihood ratios sit (just above) on the
+    grid points off + i·stride·h: bucket 0 = {L ≤ β_0}, off its log ratio less a margin, and
+    bucket i = {β_{i−1} < L ≤ β_i} with β_i the smallest cut (to 2^-40 of the search
+    interval) whose bucket's log ratio is at least off + i·stride·h plus a margin covering
+    the error bounds of its masses (a bucket's ratio grows with its upper cut, since the
+    mass added has a larger ratio).  Heuristic (any cuts are sound; the bucket plan
+    certifies every placement).  Returns (off, cuts) or None."""
+    got = _clump_ratio(pair, direction, beta0)
+    if got is None:
+        return None
+    off = got[0] - got[1]
+    cuts = [beta0]
+    width = stride * h
+    for i in range(1, n_max + 1):
+        target = off + float(i * stride) * h        # as the grid computes its points
+        lo_b = cuts[-1]
+        if not lo_b < target:
+            break
+        t0 = pair.tails(np.array([lo_b]), direction)
+        hi_b = target + width
+        ok = False
+        for _ in range(8):                           # a cut with a large enough ratio
+            lr, mg = _bucket_ratio(pair, direction, t0, np.array([hi_b]), target)
+            if lr is not None and lr[0] - mg[0] >= target:
+                ok = True
+                break
+            hi_b = lo_b + 2.0 * (hi_b - lo_b)
+        if not ok:
+            break
+        a, b = lo_b, hi_b
+        for _ in range(8):                           # 32-point search, 8 rounds
+            pts = a + (b - a) * np.arange(1, 33) / 32.0
+            lr, mg = _bucket_ratio(pair, direction, t0, pts, target)
+            if lr is None:
+                break
+            good = np.nonzero(lr - mg >= target)[0]
+            if good.size == 0:
+                break
+            k = int(good[0])
+            b = float(pts[k])
+            a = float(pts[k - 1]) if k > 0 else a
+        lr, _ = _bucket_ratio(pair, direction, t0, np.array([b]), target)
+        if lr is None or not lr[0] - target <= 0.25 * width:
+            break              # an atom (a jump of the ratio): it stays on the grid
+        cuts.append(b)
+    return off, cuts
+
+
+def _bucket_ratio(pair, direction, t0: Tails, pts, target: float):
+    """log ratio of the buckets (cut, p] for the cut whose tails are t0 and each p in pts, and
+    a margin covering its error bound (None if the tails are not available)."""
+    t1 = pair.tails(pts, direction)
+    if t1 is None or t0 is None:
+        return None, None
+    with np.errstate(all="ignore"):
+        la, lea = _interval_mass(t0.lPup, t1.lPup, t0.lPlo, t1.lPlo,
+                                 t0.ePup, t1.ePup, t0.ePlo, t1.ePlo)
+        lb, leb = _interval_mass(t0.lQup, t1.lQup, t0.lQlo, t1.lQlo,
+                                 t0.eQup, t1.eQup, t0.eQlo, t1.eQlo)
+        lr = la - lb
+        mg = 4.0 * (np.exp(lea - la) + np.exp(leb - lb)) + 64 * _U * (1.0 + abs(target))
+    lr = np.where(np.isfinite(lr) & np.isfinite(mg), lr, -np.inf)
+    return lr, mg
+
+
+def _clump_level0(pair: DominatingPair, direction: str, ell, jpos, tb: Tails, off: float,
+                  h: float, stride: int, cuts):
+    """Optimistic one-step PLD with the clump next to a hard lower edge in a few buckets
+    whose likelihood ratios lie on the coarse grid off + i·stride·h (see _clump_cuts).
+
+    Merging all losses of a bucket is a post-processing, so the result is still dominated
+    by the pair [DGKKM22] (cf. _bucket_level0); the buckets {L ≤ β_0}, {β_{i−1} < L ≤ β_i}
+    replace the grid's buckets below β_m, the grid's buckets above β_m stay, and
+    _bucket_level0 then certifies every placement as usual (its atoms and cuts may be
+    anywhere as long as each atom lies below its bucket's upper cut).  Why: a clump
+    narrower than the cells of the composed grid is lowered by up to a cell at every
+    coarsening (the losses add up over the T steps), whereas atoms on the coarse grid
+    (stride·h = its final cell) stay where they are.  Returns (positions, points, log
+    masses, log relative errors), or None if the grid does not fit."""
+    m = len(cuts) - 1
+    jc = np.arange(m + 1, dtype=jpos.dtype) * stride
+    ellc = off + jc.astype(float) * h
+    mids = 0.5 * (ell[:-1] + ell[1:])
+    cand = np.nonzero((mids > cuts[-1]) & (ell[:-1] > ellc[-1]))[0]
+    if cand.size == 0 or jc[-1] > jpos[-1] or jpos[0] > 0:
+        return None
+    js = int(cand[0])
+    tc = pair.tails(np.array(cuts, dtype=float), direction)
+    if tc is None:
+        return None
+    fields = ("lPup", "lPlo", "lQup", "lQlo", "ePup", "ePlo", "eQup", "eQlo")
+    sub = Tails(*(np.concatenate((getattr(tc, f), np.asarray(getattr(tb, f))[js:]))
+                  for f in fields))
+    ell2 = np.concatenate((ellc, ell[js:]))
+    lp, lrel = _bucket_level0(ell2, sub)
+    return np.concatenate((jc, jpos[js:])), ell2, lp, lrel

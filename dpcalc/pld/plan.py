@@ -25,7 +25,14 @@ from dpcalc.pld._core import (
     _log_c_lambda,
     _logsumexp,
 )
-from dpcalc.pld.discretise import _bucket_level0, _ctd_level0, _edge_offset, _interval_mass
+from dpcalc.pld.discretise import (
+    _bucket_level0,
+    _clump_cuts,
+    _clump_level0,
+    _ctd_level0,
+    _edge_offset,
+    _interval_mass,
+)
 from dpcalc.pld.pair import DominatingPair
 from dpcalc.pld.pmf import _Dist, _Engine, _truncate
 
@@ -318,6 +325,31 @@ def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: f
     return max(rho * scale, (hi - lo) / (nwin - 8))
 
 
+_CLUMP_MASS = 0.5       # merge where this much P-mass lies within 2 cells of the edge
+_CLUMP_CELLS = 4        # buckets on the final grid next to the edge
+
+
+def _clump_plan(pair: DominatingPair, direction: str, lam: float, h: float, stride: int,
+                log_eta_top: float | None):
+    """(edge, number of further buckets) of the optimistic side's clump next to a hard lower
+    edge (discretise._clump_cuts), or None.  Heuristic (any choice is sound): only a clump
+    narrower than the grid needs it (at least _CLUMP_MASS of the P-mass within 2h of the
+    edge, by the pair's quadrature): the composed clump keeps its width in cells at every
+    level (it widens like √n, the cells like 2^{k/2}), so it is lowered at every
+    coarsening."""
+    edge, top = pair.loss_bounds(direction)
+    if not math.isfinite(edge) or math.isfinite(top) or stride < 2:
+        return None            # (two edges: the grid is aligned with both, see _make_sides)
+    loss, lw0, _ = _sorted_nodes(pair, direction, lam, 10.0, 600, log_eta_top)
+    if loss.size == 0:
+        return None
+    w0 = np.exp(lw0 - lw0.max())
+    near = float(w0[loss <= edge + 2.0 * h].sum()) / float(w0.sum())
+    if not near >= _CLUMP_MASS:
+        return None
+    return edge, _CLUMP_CELLS
+
+
 def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
                 t_max: int, log_eta: float, sides=(True, False), item: int = -1,
                 h_fixed: float | None = None) -> dict[bool, _Side]:
@@ -342,20 +374,41 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
     def stride(hh):
         return max(1.0, lamh_max / (lam * hh)) if lam > 0 else math.inf
 
-    off = _edge_offset(pair, direction, h)
-    h, off, j_lo, j_hi, jpos, ell, t_full, t_half, drop = _level0(
-        pair, direction, h, lo, hi, plan.lam_range, max_stride=stride, deep=deep,
-        log_eta_top=plan.log_eta_top, offset=off, fixed_h=h_fixed is not None)
     s_max = (int(math.floor(math.log2(lamh_max / (lam * h)))) if lam > 0
              and lamh_max > lam * h else (0 if lam > 0 else 1 << 30))
+    grids = {}
+    if False in sides:
+        cstride = 1 << min((max(1, t_max).bit_length() - 1) // 2, s_max, 30)
+        cp = _clump_plan(pair, direction, lam, h, cstride, plan.log_eta_top)
+        cc = _clump_cuts(pair, direction, h, cstride, *cp) if cp is not None else None
+        if cc is not None:
+            g = _level0(pair, direction, h, lo, hi, plan.lam_range, max_stride=stride,
+                        deep=deep, log_eta_top=plan.log_eta_top, offset=cc[0], full=False,
+                        fixed_h=h_fixed is not None)
+            got = (_clump_level0(pair, direction, g[5], g[4], g[7], cc[0], h, cstride, cc[1])
+                   if g[0] == h and g[1] == cc[0] else None)
+            if got is not None:
+                grids[False] = g[:4] + got[:2] + (got[2:],)
+    if True in sides or False not in grids:
+        off = _edge_offset(pair, direction, h)
+        h_s, off, j_lo, j_hi, jpos, ell, t_full, t_half, drop = _level0(
+            pair, direction, h, lo, hi, plan.lam_range, max_stride=stride, deep=deep,
+            log_eta_top=plan.log_eta_top, offset=off, fixed_h=h_fixed is not None)
+        if True in sides:
+            grids[True] = (h_s, off, j_lo, j_hi, jpos, ell,
+                           _ctd_level0(ell, t_full, direction == "remove", drop), drop)
+        if False not in grids:
+            grids[False] = (h_s, off, j_lo, j_hi, jpos, ell, _bucket_level0(ell, t_half))
     out = {}
-    n = j_hi - j_lo + 1
     for pess in sides:
+        h, off, j_lo, j_hi, jpos, ell, got = grids[pess][:7]
+        s_max = (int(math.floor(math.log2(lamh_max / (lam * h)))) if lam > 0
+                 and lamh_max > lam * h else (0 if lam > 0 else 1 << 30))
+        n = j_hi - j_lo + 1
         if pess:
-            lp, lpi, lr = _ctd_level0(ell, t_full, direction == "remove", drop)
+            (lp, lpi, lr), drop = got, grids[pess][7]
         else:
-            lp, lr = _bucket_level0(ell, t_half)
-            lpi = -math.inf
+            (lp, lr), lpi = got, -math.inf
         la = lp + lam * ell
         c = _logsumexp(la)
         if not math.isfinite(c):
