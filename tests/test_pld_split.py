@@ -100,6 +100,5 @@ def test_split_is_skipped_when_the_plain_round_off_is_below_the_budget():
     nout = 2 * x.size - 1
     _, p1, _ = pmf._conv_fft(x, x, True)
     assert pmf._noisy(d, nout, 0.0)
-    k = pmf._BUDGET / pmf._SPLIT_NOISE
-    assert pmf._noisy(d, nout, 0.5 * p1 * k)
-    assert not pmf._noisy(d, nout, 2.0 * p1 * k)
+    assert pmf._noisy(d, nout, 0.5 * p1 * pmf._BUDGET)
+    assert not pmf._noisy(d, nout, 2.0 * p1 * pmf._BUDGET)

@@ -26,6 +26,7 @@ from dpcalc.pld.compose import (
     _tau,
 )
 from dpcalc.pld.plan import _best_lambda, _Plan
+from dpcalc.pld.pmf import _SPLIT_NOISE_FITTED, _SPLIT_NOISE_GUESSED
 
 # first-pass curves are read for their shape: tilts within this factor share a group
 _QUICK_SPREAD = 4.0
@@ -77,7 +78,9 @@ def _plans_eps(pair, steps_group, log_delta, tolerance, lower=None, fixed=()):
             lgam = max(t * k + kf - lam * e + lc - log_delta
                        for t, e in zip(steps_group, lower, strict=True))
         plans[d] = _Plan(lam, tuple(v[2] for v in per), (lam, lam_first),
-                         _tau(tolerance, lgam, t_last, fixed), let)
+                         _tau(tolerance, lgam, t_last, fixed), let,
+                         split_noise=(_SPLIT_NOISE_GUESSED if lower is None
+                                      else _SPLIT_NOISE_FITTED))
     return plans
 
 

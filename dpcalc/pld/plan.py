@@ -34,7 +34,7 @@ from dpcalc.pld.discretise import (
     _interval_mass,
 )
 from dpcalc.pld.pair import DominatingPair
-from dpcalc.pld.pmf import _Dist, _Engine, _truncate
+from dpcalc.pld.pmf import _SPLIT_NOISE_GUESSED, _Dist, _Engine, _truncate
 
 
 def _pd(pair: DominatingPair, direction: str) -> str:
@@ -311,6 +311,7 @@ class _Plan:
     tau: float
     log_eta_top: float | None = None   # one-step P-mass above this goes to +∞ (heuristics)
     nwin: int = _NWIN_MAX              # cap on the composed vectors' length (coarser: sound)
+    split_noise: float = _SPLIT_NOISE_GUESSED   # the squarings' split gate (pmf._noisy)
 
 
 def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: float,
@@ -433,6 +434,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         base = _truncate(base, plan.tau / max(1, t_max), pess)
         nz = np.nonzero(base.t)[0]
         base = replace(base, lo=base.lo + int(nz[0]), t=base.t[nz[0]:nz[-1] + 1], noise=0.0)
-        out[pess] = _Side(_Engine(base, h, lam, pess, t_max, plan.tau, s_max, plan.nwin),
+        out[pess] = _Side(_Engine(base, h, lam, pess, t_max, plan.tau, s_max, plan.nwin,
+                                  plan.split_noise),
                           c, lpi, h, lam, off)
     return out
