@@ -24,7 +24,12 @@ from dpcalc.pld import plan as plan_mod
 from dpcalc.pld.compose import _first_rho, _log_eta
 from dpcalc.relations import pld
 
-mp.mp.dps = 40
+
+@pytest.fixture(autouse=True)
+def _mp_digits():
+    """40 digits for the exact curves, restored afterwards (mpmath's precision is global)."""
+    with mp.workdps(40):
+        yield
 
 
 # --- exact privacy curves of the subsampled Gaussian (mpmath) -------------------------
