@@ -74,7 +74,9 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
     failing one within ``rtol`` of each other, the guess is the passing rate and its accuracy
     reaches just past the failing one: the solver's first probe there is implied to fail
     (Accountant._implied_fail), and the bracket is already within ``rtol``: no further
-    evaluation (random case 291: 5 full evaluations -> 4)."""
+    evaluation (random case 291: 5 full evaluations -> 4).  Such a bracket also ends the
+    secant, which near the root can wander on the bound's own variation (random case 24:
+    1e-5 steps between rates whose grids differ)."""
     from dpcalc.relations import dpsgd as rel
 
     stop = rtol / 4
@@ -115,6 +117,8 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
             x1 = min(x0 - max(-8.0, min(8.0, f0 / slope)), 0.0)
         for _ in range(12):
             f1 = f(x1)
+            if seen["fail"] - seen["ok"] <= 0.9 * rtol:
+                return converged(x1, 0.0)      # bracketed within rtol: no more probes
             if f1 == f0 or not math.isfinite(f1):
                 break
             step = f1 * (x1 - x0) / (f1 - f0)
