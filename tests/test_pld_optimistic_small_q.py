@@ -193,3 +193,30 @@ def test_one_step_optimistic_law_is_dominated(q, sigma, steps, delta):
         approx = float(np.sum(p[sel] * -np.expm1(e - ell[sel])))
         exact = _delta1(mp.mpf(float(e)), qq, ss, "remove")
         assert approx <= float(exact) * (1 + 1e-9) + 1e-300, (e, approx, float(exact))
+
+
+def test_plan_items_whose_sides_have_different_grids_are_read_at_their_own_levels(
+        monkeypatch):
+    """Review: in a plan of several items, the optimistic side's own grid next to the edge
+    can keep h where the pessimistic one hits the size cap and doubles it.  Each side must
+    sit on the shared lattice at its own level; read at the other side's level the lower end
+    was 0.691 above the upper end 0.441.  The cap is set to the size at which the two sides
+    differ here (if a later change moves that size, the first assertion says so)."""
+    from dpcalc.pld import compose
+    from dpcalc.pld.accountant import epsilon_bounds
+
+    monkeypatch.setattr(plan_mod, "_N0_MAX", 209181)
+    seen = []
+    real = compose._fixed_part
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        seen.append({pess: side.h0 for pess, side in out[0].items()})
+        return out
+
+    monkeypatch.setattr(compose, "_fixed_part", spy)
+    items = [(SubsampledGaussian(1e-5, 0.6), 300_000), (SubsampledGaussian(3e-4, 0.9), 50_000)]
+    lower, upper = epsilon_bounds(items, math.log(1e-6))
+    assert any(len(set(h.values())) > 1 for h in seen), "the sides' grids no longer differ"
+    assert 0 < lower <= upper
+    assert upper <= 0.4411 and lower >= 0.41     # parent: (0.4126, 0.4410)

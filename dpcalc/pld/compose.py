@@ -118,8 +118,11 @@ def _product(eng: _Engine, a: _Dist, b: _Dist) -> _Dist:
 def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
     """Sides of the varying item and the composed fixed items of direction d on one lattice.
 
-    Returns (varying sides, its level shift k, combiner engines by side, fixed product by side,
-    fixed totals (Σ n·off, Σ n·c, log Σ n·p∞) by side)."""
+    Returns (varying sides, its level shift k by side, combiner engines by side, fixed product
+    by side, fixed totals (Σ n·off, Σ n·c, log Σ n·p∞) by side).  The level of each item is
+    read per side: the sides' one-step grids may differ (the optimistic side's own grid next
+    to a hard edge keeps h where the pessimistic one hits a size cap and doubles it; read at
+    the other side's level, a vector would be placed at twice its spacing — review)."""
     items = list(fixed) + [(pair, t_max)]
     hs = [_grid_h(p, _pd(p, d), plan.var[i], plan.lam, rho, log_eta, plan.nwin)
           for i, (p, _) in enumerate(items)]
@@ -129,11 +132,12 @@ def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
         k = int(math.floor(math.log2(hs[i] / h_base)))
         by_side = _make_sides(p, d, plan, rho, n, log_eta, sides, item=i,
                               h_fixed=math.ldexp(h_base, k))
-        h_got = next(iter(by_side.values())).h0
-        k = round(math.log2(h_got / h_base))
-        if math.ldexp(h_base, k) != h_got:
-            raise PLDUncertifiable("item grids are not on one lattice")
-        made.append((by_side, k))
+        ks = {}
+        for pess, side in by_side.items():
+            ks[pess] = round(math.log2(side.h0 / h_base))
+            if math.ldexp(h_base, ks[pess]) != side.h0:
+                raise PLDUncertifiable("item grids are not on one lattice")
+        made.append((by_side, ks))
     var_sides, k_var = made[-1]
     combiners, prods, totals = {}, {}, {}
     for pess in sides:
@@ -144,7 +148,7 @@ def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
         lpi = []
         for (by_side, k), (_, n) in zip(made[:-1], fixed, strict=True):
             s = by_side[pess]
-            dist = _shift(s.engine.compose(n), k)
+            dist = _shift(s.engine.compose(n), k[pess])
             prod = dist if prod is None else _product(eng, prod, dist)
             off, c = off + n * s.off, c + n * s.c
             if s.lpinf > -math.inf:
@@ -249,7 +253,7 @@ def _compose_points_fresh(pair, steps_list, rho, plans, log_eta, evaluate, sides
                                                side.lpinf, pess, side.off)
                     continue
                 k_var, comb, prods, totals = extra[d]
-                full = _product(comb[pess], _shift(acc, k_var), prods[pess])
+                full = _product(comb[pess], _shift(acc, k_var[pess]), prods[pess])
                 off_f, c_f, lpi_f = totals[pess]
                 lpi_v = math.log(steps) + side.lpinf if side.lpinf > -math.inf else -math.inf
                 lpi = float(np.logaddexp(lpi_f, lpi_v))
