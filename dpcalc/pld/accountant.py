@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from dpcalc.pld.compose import (
 )
 from dpcalc.pld.eps_search import _eps_core, _plans_eps
 from dpcalc.pld.pair import DominatingPair
+from dpcalc.pld.pmf import _SPLIT_NOISE_FITTED
 
 __all__ = ["Profile", "certify_epsilon", "epsilon_bounds", "epsilon_curve", "epsilon_upper",
            "log_delta_bounds", "log_delta_profile", "loss_variance"]
@@ -252,6 +254,10 @@ def log_delta_profile(items: Sequence[tuple[DominatingPair, int]], epsilons,
                                                      fixed).items() if d not in plans})
         if not plans:                 # every loss is bounded below every ε: δ = 0 exactly
             return np.full(n, -np.inf), np.full(n, -np.inf)
+        if rho < _first_rho(tol):
+            # a refinement: the first pass missed the tolerance, so the squarings' split
+            # gate takes its fitted factor (pmf._noisy), as in compose._delta_passes
+            plans = {d: replace(p, split_noise=_SPLIT_NOISE_FITTED) for d, p in plans.items()}
         lo, up = _compose_points(pair, [steps], rho, plans,
                                  _log_eta(est, tol, steps + sum(k for _, k in fixed)),
                                  evaluate, directions=list(plans), fixed=fixed)[0]
