@@ -90,6 +90,8 @@ def solve_unknown(param: Param, holds: Callable, *, guess: float | None = None,
         ValueError: a declaration with no search (an integer whose larger values are safer, or
             an unknown ``safer``).
     """
+    if not guess_rtol > 0:
+        guess_rtol = 0.5   # no usable accuracy (a non-positive ratio would never widen)
     if low_open is None:
         low_open = param.low_open if low is None else False
     if high_open is None:

@@ -295,3 +295,39 @@ def test_an_infeasible_epochs_solve_far_in_the_tail_stops_at_one_step(monkeypatc
     with pytest.raises(InfeasibleError, match="steps = 1"):
         api.dpsgd(q=5.662e-07, sigma=0.676, epsilon=2.89, delta=4.709e-142, compare=False)
     assert counts.get("pld", 0) <= 2, counts
+
+
+def test_q_guess_never_reports_a_bracket_from_a_failing_rate_below_a_passing_one():
+    """Review: the bound varies by 1e-5..1e-4 between neighbouring rates, so a failing probe
+    can lie just below a passing one.  That is no bracket: the guess's accuracy must stay
+    positive (it was negative in 42 of 2000 such noisy bounds, and the solver's widening
+    from a negative accuracy never ends), and the solve returns a passing rate."""
+    import random
+
+    from dpcalc.api._dpsgd_guess import q_guess
+    from dpcalc.api.dpsgd import Q
+    from dpcalc.solve import solve_unknown
+
+    class NoisyBound:    # ε ∝ √q times a sawtooth of relative amplitude 1e-6..1e-4
+        def __init__(self, r0, amp, per, phase):
+            self.r0, self.amp, self.per, self.phase = r0, amp, per, phase
+
+        def _evaluated_sigma(self, sigma):
+            return sigma
+
+        def bound_for(self, r, sigma, n, log_delta, eps):
+            x = math.log(r / self.r0)
+            return eps * math.exp(0.5 * x + self.amp * (((x / self.per + self.phase) % 1.0)
+                                                        - 0.5))
+
+    seed = rel.clt_q_guess(1.0, 1.0, LOG_1E5, steps=1000)
+    rng = random.Random(1)
+    for _ in range(2000):
+        acc = NoisyBound(seed * math.exp(rng.uniform(-0.3, 0.3)), 10 ** rng.uniform(-6, -4),
+                         10 ** rng.uniform(-6, -4), rng.random())
+        guess, accuracy = q_guess(acc, {"sigma": 1.0, "steps": 1000}, 1.0, LOG_1E5, 0.0, 2e-5)
+        assert guess is None or accuracy > 0
+    passes = lambda r: acc.bound_for(r, 1.0, 1000, LOG_1E5, 1.0) <= 1.0  # noqa: E731
+    got = solve_unknown(Q, passes, low=0.0, low_open=True, rtol=2e-5, guess=guess,
+                        guess_rtol=-1e-6)             # the solver also refuses such an accuracy
+    assert passes(got)

@@ -101,9 +101,14 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
             seen["fail"] = min(seen["fail"], x)
         return v
 
+    def bracketed() -> bool:
+        # a failing probe above the passing one, within rtol (the bound's own variation can
+        # put a failing rate just below a passing one: no bracket then)
+        return seen["ok"] < seen["fail"] <= seen["ok"] + 0.9 * rtol
+
     def converged(x1: float, step: float) -> tuple[float, float]:
         ok, fail = seen["ok"], seen["fail"]
-        if fail - ok <= 0.9 * rtol:
+        if bracketed():
             # a ratio reaching just past the failing probe (rounding margin)
             return math.exp(ok), -math.expm1(ok - fail) * (1.0 + 1e-9) + 1e-15
         return math.exp(x1), max(2.0 * abs(step) + stop / 8, 2e-9)
@@ -117,7 +122,7 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
             x1 = min(x0 - max(-8.0, min(8.0, f0 / slope)), 0.0)
         for _ in range(12):
             f1 = f(x1)
-            if seen["fail"] - seen["ok"] <= 0.9 * rtol:
+            if bracketed():
                 return converged(x1, 0.0)      # bracketed within rtol: no more probes
             if f1 == f0 or not math.isfinite(f1):
                 break
