@@ -375,11 +375,13 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
     def stride(hh):
         return max(1.0, lamh_max / (lam * hh)) if lam > 0 else math.inf
 
-    s_max = (int(math.floor(math.log2(lamh_max / (lam * h)))) if lam > 0
-             and lamh_max > lam * h else (0 if lam > 0 else 1 << 30))
+    def levels(hh):      # coarsenings allowed while λ·h ≤ _LAMH·ρ
+        return (int(math.floor(math.log2(lamh_max / (lam * hh)))) if lam > 0
+                and lamh_max > lam * hh else (0 if lam > 0 else 1 << 30))
+
     grids = {}
     if False in sides:
-        cstride = 1 << min((max(1, t_max).bit_length() - 1) // 2, s_max, 30)
+        cstride = 1 << min((max(1, t_max).bit_length() - 1) // 2, levels(h), 30)
         cp = _clump_plan(pair, direction, lam, h, cstride, plan.log_eta_top)
         cc = _clump_cuts(pair, direction, h, cstride, *cp) if cp is not None else None
         if cc is not None:
@@ -403,8 +405,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
     out = {}
     for pess in sides:
         h, off, j_lo, j_hi, jpos, ell, got = grids[pess][:7]
-        s_max = (int(math.floor(math.log2(lamh_max / (lam * h)))) if lam > 0
-                 and lamh_max > lam * h else (0 if lam > 0 else 1 << 30))
+        s_max = levels(h)
         n = j_hi - j_lo + 1
         if pess:
             (lp, lpi, lr), drop = got, grids[pess][7]
