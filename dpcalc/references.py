@@ -100,6 +100,9 @@ REFS: dict[str, Ref] = {
                  "technical note, Bell Labs"),
     "Hig02": Ref("Higham", 2002, "Accuracy and Stability of Numerical Algorithms (2nd ed.)",
                  "SIAM; Thm 24.2 (FFT rounding error)"),
+    "GS66": Ref("Gentleman & Sande", 1966, "Fast Fourier Transforms — for Fun and Profit",
+                "AFIPS Fall Joint Computer Conference 29; mixed-radix FFT rounding error, "
+                "as restated in Schatzman, SIAM J. Sci. Comput. 17(5), 1996, eq. (1)"),
     "Che19": Ref("Chen (Yuxuan)", 2019, "A Tail of Two Densities",
                  "blog post, 2019-03-13; shared/seeds/a-tail-of-two-densities.txt"),
     "UBC": Ref("UBC wiki", 2019, "Differential Privacy (course notes)",
