@@ -216,3 +216,37 @@ def test_for_solve_skips_a_direction_the_full_bracket_skips_even_if_its_pass_fai
     lo_s, up_s = pld.epsilon_bounds(*case, for_solve=True)
     assert add_passes                 # the solver's composes its first pass, which fails
     assert up_s == upper and lo_s <= up_s
+
+
+@pytest.mark.parametrize("q, sigma, steps, log_delta", [
+    # random case 291 of benchmarks/bench_dpsgd_random.py: the refined pass's upper end with
+    # the first pass's lower end is already within the tolerance
+    (3.202796833207492e-05, 1.169, 111803, math.log(2.506e-273)),
+    # random case 97: the first pass's upper end is mostly the error term (no refinement)
+    (2.097638631207643e-11, 1.03, 215, math.log(8.128e-213)),
+])
+def test_for_solve_skips_the_optimistic_side_of_a_pass_that_ends_the_loop(q, sigma, steps,
+                                                                           log_delta):
+    """The loop stops after such a pass whatever its lower ends, so a solver's evaluation
+    composes its pessimistic sides alone: the same upper end, fewer compositions."""
+    import dpcalc.pld.eps_search as search
+
+    real = search._compose_points
+    sides = {False: [], True: []}
+
+    def run(for_solve):
+        def spy(*args, **kwargs):
+            sides[for_solve].append(kwargs.get("sides", (True, False)))
+            return real(*args, **kwargs)
+
+        search._compose_points = spy
+        try:
+            return pld.epsilon_bounds(q, sigma, steps, log_delta, for_solve=for_solve)
+        finally:
+            search._compose_points = real
+
+    full, solve = run(False), run(True)
+    assert solve[1] == full[1]
+    assert 0.0 <= solve[0] <= full[0]
+    optimistic = {k: sum(False in s for s in v) for k, v in sides.items()}
+    assert optimistic[True] < optimistic[False], sides

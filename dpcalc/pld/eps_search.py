@@ -95,7 +95,9 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
     (``stop_above``: see _eps_group_quick).
 
     ``for_solve``: the same passes, but a pass known to be a direction's last (at the
-    finest resolution, or the sixth) composes only the pessimistic sides.  The upper ends
+    finest resolution, or the sixth; or, once its pessimistic sides are composed, every
+    upper end mostly the error term or the width with the earlier lower ends within the
+    tolerance) composes only the pessimistic sides.  The upper ends
     are those of the full brackets, bit for bit (the passes, tilts and compositions are the
     same; the optimistic sides of a last pass decide nothing); the lower ends are the
     previous passes', still certified.  For a solver's predicate, which reads the upper
@@ -154,6 +156,18 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
             complete()
         return all(b[1] <= o[0] for b, o in zip(best, other, strict=True))
 
+    def compose_pass(d, rho, plans, sides, may_skip, before, other):
+        try:
+            return _compose_points(pair, steps_group, rho, plans, log_eta, evaluate,
+                                   sides=sides, directions=[d], fixed=fixed)
+        except (PLDUncertifiable, ArithmeticError, ValueError):
+            # a pass the full bracket may not compose: where the settled lower end skips
+            # this direction, skip it as the full bracket does (review; read with the bounds
+            # before the pass, as the full bracket composes both sides at once): None
+            if may_skip and dominated(before, other):
+                return None
+            raise
+
     for d in dirs:
         other = per_dir.get(dirs[0]) if d != dirs[0] else None
         best = [[0.0, math.inf] for _ in range(n)]
@@ -170,19 +184,32 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
         prev = math.inf
         for k in range(6):
             last = for_solve and (rho <= _RHO_MIN or k == 5)
-            try:
-                res = _compose_points(pair, steps_group, rho, plans, log_eta, evaluate,
-                                      sides=(True,) if last else (True, False),
-                                      directions=[d], fixed=fixed)
-            except (PLDUncertifiable, ArithmeticError, ValueError):
-                # a pass the full bracket may not compose: where the settled lower end
-                # skips this direction, skip it as the full bracket does (review)
-                if k == 0 and unsettled and dominated(best, other):
-                    break
-                raise
+            before = [b[:] for b in best]
+            may_skip = k == 0 and unsettled
+
+            # for_solve: the pessimistic sides first; the optimistic ones only when the
+            # loop's next decision needs their lower ends
+            res = compose_pass(d, rho, plans, (True,) if for_solve else (True, False),
+                               may_skip, before, other)
+            if res is None:
+                break
             for b, (lo, up) in zip(best, res, strict=True):
                 b[0] = max(b[0], lo)
                 b[1] = min(b[1], up)
+            if for_solve and not last:
+                # the full loop stops after this pass whatever its lower ends: every upper
+                # end mostly the error term, or the width with the lower ends so far (no
+                # larger than with the new ones) within the tolerance (it breaks there or
+                # earlier, on dominance): this pass is the last
+                comb = combined()
+                width = max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in comb)
+                last = all(stuck) or width <= tolerance
+                if not last:
+                    res = compose_pass(d, rho, plans, (False,), may_skip, before, other)
+                    if res is None:
+                        break
+                    for b, (lo, _) in zip(best, res, strict=True):
+                        b[0] = max(b[0], lo)
             if last:
                 pending[d] = (rho, plans)
                 break          # (the full loop stops after this pass too)
