@@ -325,9 +325,55 @@ def test_q_guess_never_reports_a_bracket_from_a_failing_rate_below_a_passing_one
     for _ in range(2000):
         acc = NoisyBound(seed * math.exp(rng.uniform(-0.3, 0.3)), 10 ** rng.uniform(-6, -4),
                          10 ** rng.uniform(-6, -4), rng.random())
-        guess, accuracy = q_guess(acc, {"sigma": 1.0, "steps": 1000}, 1.0, LOG_1E5, 0.0, 2e-5)
+        guess, accuracy, rtol = q_guess(acc, {"sigma": 1.0, "steps": 1000}, 1.0, LOG_1E5, 0.0,
+                                        2e-5)
         assert guess is None or accuracy > 0
+        assert 2e-5 <= rtol <= 2e-5 / 0.05
     passes = lambda r: acc.bound_for(r, 1.0, 1000, LOG_1E5, 1.0) <= 1.0  # noqa: E731
-    got = solve_unknown(Q, passes, low=0.0, low_open=True, rtol=2e-5, guess=guess,
+    got = solve_unknown(Q, passes, low=0.0, low_open=True, rtol=rtol, guess=guess,
                         guess_rtol=-1e-6)             # the solver also refuses such an accuracy
     assert passes(got)
+
+
+def test_q_solve_where_epsilon_is_flat_in_q_stops_at_the_bounds_resolution():
+    """Far in the tail ε grows like q^0.1: the bound's variation between neighbouring rates
+    (1e-5 relative in ε) is 1e-4 on q.  The accuracy on q is then rtol / slope (2e-4 here,
+    in ε still 2e-5), and the solve ends after a few probes instead of chasing the
+    variation; its answer passes and lies within that accuracy of the threshold."""
+    from dpcalc.api._dpsgd_guess import q_guess
+    from dpcalc.api.dpsgd import Q
+    from dpcalc.solve import solve_unknown
+
+    seed = rel.clt_q_guess(1.0, 1.0, LOG_1E5, steps=1000)
+    root = seed * 1.3
+
+    class FlatBound:   # ε = target at `root`, slope 0.1, an irregular ±5e-6 variation
+        probes = 0
+
+        def _evaluated_sigma(self, sigma):
+            return sigma
+
+        def bound_for(self, r, sigma, n, log_delta, eps):
+            FlatBound.probes += 1
+            x = math.log(r / root)
+            jitter = (math.sin(x * 7.3e5) * 43758.5453) % 1.0 - 0.5  # as a grid change
+            return eps * math.exp(0.1 * x + 1e-5 * jitter)
+
+    acc = FlatBound()
+    guess, accuracy, rtol = q_guess(acc, {"sigma": 1.0, "steps": 1000}, 1.0, LOG_1E5, 0.0,
+                                    2e-5)
+    assert rtol == pytest.approx(2e-4, rel=0.15)       # (the slope from noisy probes)
+    passes = lambda r: acc.bound_for(r, 1.0, 1000, LOG_1E5, 1.0) <= 1.0  # noqa: E731
+    got = solve_unknown(Q, passes, low=0.0, low_open=True, rtol=rtol, guess=guess,
+                        guess_rtol=accuracy)
+    probes, FlatBound.probes = FlatBound.probes, 0
+    assert probes <= 7                             # the secant's, high, the guess, one beyond
+    assert passes(got)
+    assert got >= root * (1 - 3e-4)                # the true threshold is within 1.5e-4
+    FlatBound.probes = 0
+    # with the accuracy on ε taken for q (2e-5) the same solve probes into the variation
+    guess2, accuracy2, _ = q_guess(acc, {"sigma": 1.0, "steps": 1000}, 1.0, LOG_1E5, 0.0,
+                                   2e-5, by_slope=False)
+    solve_unknown(Q, passes, low=0.0, low_open=True, rtol=2e-5, guess=guess2,
+                  guess_rtol=accuracy2)
+    assert probes < FlatBound.probes

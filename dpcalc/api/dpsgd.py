@@ -512,15 +512,17 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
     # epochs/MAX_STEPS would need more steps than dpcalc accounts for
     low = 0.0 if "steps" in values else float(Fraction(values["epochs"]) / MAX_STEPS)
     # with the steps given, ε rises smoothly with q: the PLD bound is only 1e-3 tight, so 2e-5
-    # on q is plenty (as on σ), from a secant guess. Finer, a bisection only chases the
-    # bound's own variation between neighbouring rates (1e-5 to 1e-4 where its grid
-    # changes): 10 full evaluations from 1e-4 to 1e-7 on random case 239 of
-    # benchmarks/bench_dpsgd_random.py (14.5 s -> 4.9 s). (With the epochs given, steps =
-    # ⌈epochs/q⌉ jumps with q and the search keeps its bisection from scratch.)
+    # in ε is plenty (as on σ; on q divided by d log ε / d log q where that is below 1, see
+    # q_guess), from a secant guess. Finer, a bisection only chases the bound's own
+    # variation between neighbouring rates (1e-5 to 1e-4 where its grid changes): 10 full
+    # evaluations from 1e-4 to 1e-7 on random case 239 of benchmarks/bench_dpsgd_random.py
+    # (14.5 s -> 4.9 s). (With the epochs given, steps = ⌈epochs/q⌉ jumps with q and the
+    # search keeps its bisection from scratch.)
     rtol, guess, guess_rtol = 1e-9, None, 1e-9
     if "steps" in values:
         rtol = 2e-5 if acc.name == "pld" else 1e-9
-        guess, guess_rtol = q_guess(acc, values, eps, log_d, low, rtol)
+        guess, guess_rtol, rtol = q_guess(acc, values, eps, log_d, low, rtol,
+                                          by_slope=acc.name == "pld")
     try:
         return solve_unknown(Q, lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
                              low=low, low_open=True, rtol=rtol, guess=guess,
