@@ -46,37 +46,38 @@ def _normalise(d: _Dist) -> _Dist:
                  d.noise / m)
 
 
-# FFT lengths: 5-smooth numbers (pocketfft's radix-2/3/4/5 passes, no Bluestein); a power of
-# two pads an output of n points to up to 2n, a 5-smooth length to at most about 1.07n
-# (convolutions of 2^17–2^19 points run 1.4–2.8× faster on this machine)
-_SMOOTH: list[int] = []
-_STAGE = {2: 8.0, 3: 15.6, 5: 33.6}   # rounding-error constant (in u) of a radix-p stage
+# FFT lengths 2^a·3^b·5^c with b + c ≤ 2 (pocketfft's radix-2/3/4/5 passes, no Bluestein): a
+# power of two pads an output of n points to up to 2n, these to at most 1.2n (convolutions of
+# 2^17–2^19 points run 1.4–2.8× faster on this machine); at most two radix-3/5 stages keep
+# the round-off bound within 1.8× the power of two's
+_STAGE = {2: 8.0, 3: 31.2, 5: 67.2}   # rounding-error constant (in u) of a radix-p stage
+
+
+def _smooth_lengths(top: int = 1 << 40) -> list[int]:
+    out = []
+    for m in (1, 3, 5, 9, 15, 25):
+        while m <= top:
+            out.append(m)
+            m *= 2
+    return sorted(out)
+
+
+_SMOOTH = _smooth_lengths()
 
 
 def _fft_len(nout: int) -> int:
-    """The smallest 5-smooth length ≥ nout (the FFT of an output of nout points)."""
-    if not _SMOOTH:
-        top = 1 << 40
-        p5 = 1
-        while p5 <= top:
-            p35 = p5
-            while p35 <= top:
-                m = p35
-                while m <= top:
-                    _SMOOTH.append(m)
-                    m *= 2
-                p35 *= 3
-            p5 *= 5
-        _SMOOTH.sort()
+    """The smallest FFT length ≥ nout of the form 2^a·m, m ∈ {1, 3, 5, 9, 15, 25}."""
     return _SMOOTH[bisect.bisect_left(_SMOOTH, nout)]
 
 
 def _fft_gamma(n: int) -> float:
     """Relative ℓ2 round-off bound of one FFT of length n = 2^a·3^b·5^c: Σ over its radix-p
     stages of a per-stage constant.  Radix 2: 8u ≥ Higham's η ≈ 6.7u with accurate twiddle
-    factors [Hig02, Thm 24.2]; radix 3 and 5: 1.06·(2p)^{3/2}·u, Gentleman and Sande's bound
-    per stage of a mixed-radix FFT [GS66] (15.6u and 33.6u; for p = 2 it gives 8.5u, the
-    same order: the stages' errors add, as in Higham's proof)."""
+    factors [Hig02, Thm 24.2]; radix 3 and 5: Gentleman and Sande's per-stage bound
+    1.06·(2p)^{3/2}·ε of a mixed-radix FFT [GS66], with ε read as the machine epsilon 2u
+    (2·15.6u and 2·33.6u; the stages' errors add, as in Higham's proof).  Measured
+    against exact integer convolution (spikes, flat tails, 3^k and 5^k lengths) the errors
+    stay below 1.4 % of the resulting bound (review)."""
     g = 0.0
     for p, c in _STAGE.items():
         while n % p == 0:
@@ -92,12 +93,12 @@ def _fft_roundoff_l2(n: int, n1a: float, n2a: float, n1b: float, n2b: float) -> 
 
     A computed FFT has ‖ŷ − y‖₂ ≤ (γ/(1 − γ))‖y‖₂, γ = _fft_gamma(n) ([Hig02, Thm 24.2] for
     radix 2, [GS66] for mixed radix).  For irfft(rfft(a)·rfft(b)) this gives
-    ≲ (2γ + 4u)(‖a‖₁‖b‖₂ + ‖a‖₂‖b‖₁) (using |â_k| ≤ ‖a‖₁ and Parseval), plus u for the
-    scaling by 1/n when n is not a power of two (then it rounds); a safety factor of 4 on
-    top.
+    ≲ (2γ + 4u)(‖a‖₁‖b‖₂ + ‖a‖₂‖b‖₁) (using |â_k| ≤ ‖a‖₁ and Parseval), plus 2u for the
+    scaling by 1/n when n is not a power of two (the rounded reciprocal, then the product);
+    a safety factor of 4 on top.
     """
     gamma = _fft_gamma(n)
-    scale = 0.0 if n & (n - 1) == 0 else _U
+    scale = 0.0 if n & (n - 1) == 0 else 2.0 * _U
     return 4.0 * (2.0 * gamma + 4.0 * _U + scale) * (n1a * n2b + n2a * n1b)
 
 
