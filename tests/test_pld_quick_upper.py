@@ -250,3 +250,29 @@ def test_for_solve_skips_the_optimistic_side_of_a_pass_that_ends_the_loop(q, sig
     assert 0.0 <= solve[0] <= full[0]
     optimistic = {k: sum(False in s for s in v) for k, v in sides.items()}
     assert optimistic[True] < optimistic[False], sides
+
+
+@pytest.mark.parametrize("q, sigma, steps, log_delta", [
+    (0.01, 1.0, 1000, math.log(1e-5)),
+    (0.0456, 5.55, 1140, math.log(1e-5)),
+])
+def test_a_dominated_direction_composes_no_optimistic_side(q, sigma, steps, log_delta,
+                                                           monkeypatch):
+    """The add direction's pessimistic bound at most the remove direction's lower end: its
+    lower ends (below that) change nothing, so they are not composed, and the bracket is
+    exactly the remove direction's alone."""
+    import dpcalc.pld.eps_search as search
+
+    real = search._compose_points
+    add_sides = []
+
+    def spy(*args, **kwargs):
+        if kwargs.get("directions") == ["add"]:
+            add_sides.append(kwargs.get("sides"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(search, "_compose_points", spy)
+    both = pld.epsilon_bounds(q, sigma, steps, log_delta)
+    assert add_sides == [(True,)]
+    monkeypatch.setattr(search, "_directions", lambda pairs: ["remove"])
+    assert pld.epsilon_bounds(q, sigma, steps, log_delta) == both

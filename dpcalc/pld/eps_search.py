@@ -187,23 +187,28 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
             before = [b[:] for b in best]
             may_skip = k == 0 and unsettled
 
-            # for_solve: the pessimistic sides first; the optimistic ones only when the
-            # loop's next decision needs their lower ends
-            res = compose_pass(d, rho, plans, (True,) if for_solve else (True, False),
+            # the pessimistic sides first (a solver's evaluation, or a direction that the
+            # other may dominate); the optimistic ones only when a decision needs them
+            pess_first = for_solve or other is not None
+            res = compose_pass(d, rho, plans, (True,) if pess_first else (True, False),
                                may_skip, before, other)
             if res is None:
                 break
             for b, (lo, up) in zip(best, res, strict=True):
                 b[0] = max(b[0], lo)
                 b[1] = min(b[1], up)
-            if for_solve and not last:
-                # the full loop stops after this pass whatever its lower ends: every upper
-                # end mostly the error term, or the width with the lower ends so far (no
-                # larger than with the new ones) within the tolerance (it breaks there or
-                # earlier, on dominance): this pass is the last
-                comb = combined()
-                width = max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in comb)
-                last = all(stuck) or width <= tolerance
+            if pess_first and not last:
+                if dominated(best, other):
+                    # at most the other direction's lower ends: this direction's lower ends
+                    # (below them) change neither end of the bracket, and the loop ends
+                    break
+                # for_solve: the loop stops after this pass whatever its lower ends: every
+                # upper end mostly the error term, or the width with the lower ends so far
+                # (no larger than with the new ones) within the tolerance: the last pass
+                if for_solve:
+                    comb = combined()
+                    width = max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in comb)
+                    last = all(stuck) or width <= tolerance
                 if not last:
                     res = compose_pass(d, rho, plans, (False,), may_skip, before, other)
                     if res is None:
