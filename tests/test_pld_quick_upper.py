@@ -224,6 +224,9 @@ def test_for_solve_skips_a_direction_the_full_bracket_skips_even_if_its_pass_fai
     (3.202796833207492e-05, 1.169, 111803, math.log(2.506e-273)),
     # random case 97: the first pass's upper end is mostly the error term (no refinement)
     (2.097638631207643e-11, 1.03, 215, math.log(8.128e-213)),
+    # random case 297: the add direction's upper end (0.59) is far below the remove
+    # direction's (21.88), whose lower end (0) would not show it dominated
+    (1.811e-07, 0.9449166679, 9670927, math.log(2.236e-262)),
 ])
 def test_for_solve_skips_the_optimistic_side_of_a_pass_that_ends_the_loop(q, sigma, steps,
                                                                            log_delta):

@@ -97,10 +97,11 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
     ``for_solve``: the same passes, but a pass known to be a direction's last (at the
     finest resolution, or the sixth; or, once its pessimistic sides are composed, every
     upper end mostly the error term or the width with the earlier lower ends within the
-    tolerance) composes only the pessimistic sides.  The upper ends
-    are those of the full brackets, bit for bit (the passes, tilts and compositions are the
-    same; the optimistic sides of a last pass decide nothing); the lower ends are the
-    previous passes', still certified.  For a solver's predicate, which reads the upper
+    tolerance) composes only the pessimistic sides, and a direction whose upper ends are at
+    most the first direction's (final) ones is not refined: the combined upper end is the
+    larger.  The upper ends are those of the full brackets, bit for bit (the passes, tilts
+    and compositions that decide them are the same); the lower ends may be looser (still
+    certified).  For a solver's predicate, which reads the upper
     end alone: at the finest grid the optimistic composition is half the work."""
     n = len(steps_group)
     t_max = steps_group[-1]
@@ -198,6 +199,11 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
                 b[0] = max(b[0], lo)
                 b[1] = min(b[1], up)
             if pess_first and not last:
+                if for_solve and other is not None and all(
+                        b[1] <= o[1] for b, o in zip(best, other, strict=True)):
+                    # at most the other direction's final upper ends: the combined upper
+                    # end (the larger) is settled, and a solver reads no lower end
+                    break
                 if dominated(best, other):
                     # at most the other direction's lower ends: this direction's lower ends
                     # (below them) change neither end of the bracket, and the loop ends
