@@ -73,10 +73,10 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
 
     ``rtol`` is an accuracy on ε (the bound's own resolution, as on σ).  With ``by_slope``
     (a bound that varies at that scale: the PLD's) the accuracy on q is rtol / s, s = d log ε
-    / d log q from the secant's last two probes, when s < _SLOPE_FLAT (up to 1 / _SLOPE_MIN
-    times rtol).  Where ε is flat in q (s ≈ 0.1 far in the tail) the bound's variation between
-    neighbouring rates, 1e-6 to 1e-5 relative, is 1e-5 to 1e-4 on q: a finer search chased
-    it with full evaluations (random case 291: 8, case 97: 7).  The
+    / d log q from the secant's last two probes (within _SLOPE_SPAN), when s < _SLOPE_FLAT
+    (up to 1 / _SLOPE_MIN times rtol).  Where ε is flat in q (s ≈ 0.1 far in the tail) the
+    bound's variation between neighbouring rates, 1e-6 to 1e-5 relative, is 1e-5 to 1e-4 on
+    q: a finer search chased it with full evaluations (random case 291: 8, case 97: 7).  The
     answer still passes ``holds``; it is within rtol of the target in ε.
 
     When the secant has met the root and its probes already hold a passing rate and a
@@ -135,8 +135,8 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
             x1 = min(x0 - max(-8.0, min(8.0, f0 / slope)), 0.0)
         for _ in range(12):
             f1 = f(x1)
-            if by_slope and "steps" in values and x1 != x0 and math.isfinite(f1) \
-                    and math.isfinite(f0):
+            if by_slope and "steps" in values and 0 < abs(x1 - x0) <= _SLOPE_SPAN \
+                    and math.isfinite(f1) and math.isfinite(f0):
                 s_here = (f1 - f0) / (x1 - x0)
                 eff[0] = rtol / max(s_here, _SLOPE_MIN) if 0 < s_here < _SLOPE_FLAT else rtol
             if bracketed():
@@ -158,6 +158,8 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
 
 _SLOPE_FLAT = 0.5     # below this d log ε / d log q, q's accuracy is rtol / slope (q_guess)
 _SLOPE_MIN = 0.05     # and at most 20 times rtol
+_SLOPE_SPAN = 0.1     # from probes at most this far apart in log q (a chord over a longer
+#                       span can understate the local slope where ε is concave: review)
 _CLT_LOG_DELTA_MIN = -50.0   # below: the CLT seed of a q solve is checked against RDP's answer
 
 

@@ -512,7 +512,7 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
     # epochs/MAX_STEPS would need more steps than dpcalc accounts for
     low = 0.0 if "steps" in values else float(Fraction(values["epochs"]) / MAX_STEPS)
     # with the steps given, ε rises smoothly with q: the PLD bound is only 1e-3 tight, so 2e-5
-    # in ε is plenty (as on σ; on q divided by d log ε / d log q where that is below 1, see
+    # in ε is plenty (as on σ; on q divided by d log ε / d log q where that is below 0.5, see
     # q_guess), from a secant guess. Finer, a bisection only chases the bound's own
     # variation between neighbouring rates (1e-5 to 1e-4 where its grid changes): 10 full
     # evaluations from 1e-4 to 1e-7 on random case 239 of benchmarks/bench_dpsgd_random.py
