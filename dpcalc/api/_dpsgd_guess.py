@@ -80,9 +80,9 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
     answer still passes ``holds``; it is within rtol of the target in ε.
 
     When the secant has met the root and its probes already hold a passing rate and a
-    failing one within ``rtol`` of each other, the guess is the passing rate and its accuracy
+    failing one within the accuracy of each other, the guess is the passing rate and its accuracy
     reaches just past the failing one: the solver's first probe there is implied to fail
-    (Accountant._implied_fail), and the bracket is already within ``rtol``: no further
+    (Accountant._implied_fail), and the bracket is already within the accuracy: no further
     evaluation (random case 291: 5 full evaluations -> 4).  Such a bracket also ends the
     secant, which near the root can wander on the bound's own variation (random case 24:
     1e-5 steps between rates whose grids differ)."""

@@ -101,12 +101,12 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
     most the first direction's (final) ones is not refined: the combined upper end is the
     larger.  The upper ends are those of the full brackets, bit for bit (the passes, tilts
     and compositions that decide them are the same); the lower ends may be looser (still
-    certified).  For a solver's predicate, which reads the upper
-    end alone: at the finest grid the optimistic composition is half the work.  (One
-    difference: a pass that only the full bracket composes cannot fail here; where it would,
-    the full bracket raises PLDUncertifiable and its caller falls back, so a forward question
-    at a solver's answer would show the fallback's bound.  Seen only with an injected
-    failure (review); the first pass's cheap upper bound has the same gap.)"""
+    certified).  For a solver's predicate, which reads the upper end alone: at the finest
+    grid the optimistic composition is half the work.  (One difference: a pass that only
+    the full bracket composes cannot fail here; where it would, the full bracket raises
+    PLDUncertifiable and its caller falls back, so a forward question at a solver's answer
+    would show the fallback's bound.  Seen only with an injected failure (review); the
+    first pass's cheap upper bound has the same gap.)"""
     n = len(steps_group)
     t_max = steps_group[-1]
     log_eta = _log_eta(log_delta, tolerance, t_max + _n_fixed(fixed))

@@ -2,8 +2,9 @@
 
 A _Dist holds t_j ∝ p_j·e^{λℓ_j} on the grid ℓ_j = offset + j·h0·2^s, with ℓ1 and ℓ∞ bounds on
 its distance to the same construction in exact arithmetic.  FFT convolution [KJH20] with the
-a-priori round-off bound of [Hig02, Thm 24.2]; coarsening by connect-the-dots [DGKKM22]
-(pessimistic) or bucket merging (optimistic); _Engine composes by repeated squaring.
+a-priori round-off bound of [Hig02, Thm 24.2] and [GS66] (mixed radix); coarsening by
+connect-the-dots [DGKKM22] (pessimistic) or bucket merging (optimistic); _Engine composes by
+repeated squaring.
 """
 
 from __future__ import annotations
