@@ -144,6 +144,13 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
             if f1 == f0 or not math.isfinite(f1):
                 break
             step = f1 * (x1 - x0) / (f1 - f0)
+            if by_slope and abs(f1 - f0) < _CHORD_MIN * rtol and abs(step) > abs(x1 - x0):
+                # a chord whose ends differ by less than the bound's own variation (1e-5 to
+                # 1e-4 in log ε) has no meaningful slope: random case 291's last two rates,
+                # 0.8 % apart, differed by 1.2e-4 (a slope of 0.015 where ε ~ q^0.09) and
+                # the secant jumped 4 % past the root; such a step goes no further than
+                # the chord is long
+                step = math.copysign(abs(x1 - x0), step)
             if abs(step) < eff[0] / 4:
                 return converged(x1, step)
             if (f1 < 0) == (step > 0):
@@ -158,6 +165,7 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
 
 _SLOPE_FLAT = 0.5     # below this d log ε / d log q, q's accuracy is rtol / slope (q_guess)
 _SLOPE_MIN = 0.05     # and at most 20 times rtol
+_CHORD_MIN = 10.0     # a secant chord spanning fewer rtol in log ε is noise (q_guess)
 _SLOPE_SPAN = 0.1     # from probes at most this far apart in log q (a chord over a longer
 #                       span can understate the local slope where ε is concave: review)
 _CLT_LOG_DELTA_MIN = -50.0   # below: the CLT seed of a q solve is checked against RDP's answer
