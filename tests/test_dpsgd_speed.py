@@ -377,3 +377,32 @@ def test_q_solve_where_epsilon_is_flat_in_q_stops_at_the_bounds_resolution():
     solve_unknown(Q, passes, low=0.0, low_open=True, rtol=2e-5, guess=guess2,
                   guess_rtol=accuracy2)
     assert probes < FlatBound.probes
+
+
+def test_q_guess_does_not_jump_far_on_a_chord_within_the_bounds_variation(monkeypatch):
+    """Random case 291: two rates 0.8 % apart whose bounds differed by 1.2e-4 in log ε
+    (the bound's own variation) gave a chord slope of 0.015 where ε ~ q^0.09, and the secant
+    jumped 4 % past the root.  A chord that short steps no further than it is long."""
+    from dpcalc.api import _dpsgd_guess as guess
+
+    root = 0.01
+    probes = []
+
+    class Shelf:   # log ε/target = 0.09·x below x = 0.005, a shelf of slope 0.001 above
+        def _evaluated_sigma(self, sigma):
+            return sigma
+
+        def bound_for(self, r, sigma, n, log_delta, eps):
+            x = math.log(r / root)
+            probes.append(x)
+            f = 0.09 * x if x < 0.005 else 0.00045 + 0.001 * (x - 0.005)
+            return eps * math.exp(f)
+
+    # seed on the shelf, a Newton step (slope 0.09) to just below it: the chord between the
+    # two differs by 1e-5 in log ε, a slope of 0.002; unclamped the next probe is 21 % low
+    monkeypatch.setattr(rel, "clt_q_guess", lambda *a, **k: root * math.exp(0.01))
+    monkeypatch.setattr(guess, "_clt_q_slope", lambda *a: 0.09)
+    got, _, _ = guess.q_guess(Shelf(), {"sigma": 1.0, "steps": 1000}, 1.0, LOG_1E5, 0.0, 2e-5)
+    assert len(probes) >= 3 and 0.004 < probes[1] < 0.005
+    assert min(probes) > -0.011, probes
+    assert got == pytest.approx(root, rel=1e-3)
