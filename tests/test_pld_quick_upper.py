@@ -279,3 +279,15 @@ def test_a_dominated_direction_composes_no_optimistic_side(q, sigma, steps, log_
     assert add_sides == [(True,)]
     monkeypatch.setattr(search, "_directions", lambda pairs: ["remove"])
     assert pld.epsilon_bounds(q, sigma, steps, log_delta) == both
+
+
+def test_inputs_one_ulp_apart_give_the_same_bound():
+    """A grid set by 1/λ (h = ρ/λ) puts λh at exactly half the coarsening cap: the count of
+    allowed coarsenings was floor(log2 2) and came out 0 or 1 with the rounding of inputs
+    one ulp apart (σ = 1.169 as a float, and as the CLI reads "1.169": its double below).
+    The two bounds then differed by 6e-4 relative, and solvers chased the difference."""
+    q, steps, log_delta = 3.2500580642739467e-05, 111803, -627.6870425309006
+    a = pld.epsilon_bounds(q, 1.169, steps, log_delta)
+    b = pld.epsilon_bounds(q, math.nextafter(1.169, 0.0), steps, log_delta)
+    assert b[1] == pytest.approx(a[1], rel=1e-9)
+    assert b[0] == pytest.approx(a[0], rel=1e-9)

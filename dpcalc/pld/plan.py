@@ -376,8 +376,12 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         return max(1.0, lamh_max / (lam * hh)) if lam > 0 else math.inf
 
     def levels(hh):      # coarsenings allowed while λ·h ≤ _LAMH·ρ
-        return (int(math.floor(math.log2(lamh_max / (lam * hh)))) if lam > 0
-                and lamh_max > lam * hh else (0 if lam > 0 else 1 << 30))
+        # (the slack: a grid set by 1/λ, h = ρ/λ, has the ratio _LAMH = 2 exactly, whose
+        # rounding gave log2 = 0.9999999999999999 or 1.0 for inputs one ulp apart, so 0 or
+        # 1 coarsenings: the bound jumped by 6e-4 between σ = 1.169 and its neighbour, and
+        # solvers chased the jumps; any count is sound)
+        return (int(math.floor(math.log2(lamh_max / (lam * hh)) + 1e-9)) if lam > 0
+                and lamh_max > lam * hh * (1 - 1e-9) else (0 if lam > 0 else 1 << 30))
 
     grids = {}
     if False in sides:
