@@ -32,6 +32,11 @@ from dpcalc.pld.pmf import _SPLIT_NOISE_FITTED, _SPLIT_NOISE_GUESSED
 _QUICK_SPREAD = 4.0
 
 
+def _width(brackets) -> float:
+    """The largest relative width (upper − lower)/upper of brackets [[lower, upper], ...]."""
+    return max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in brackets)
+
+
 def _groups(pair, steps_list, log_delta, tolerance, fixed=(), spread=2.0):
     """Split an increasing list of step counts into groups whose best tilts are within a
     factor ``spread``; each group is composed incrementally with one tilt per direction.
@@ -217,7 +222,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
                 # (no larger than with the new ones) within the tolerance: the last pass
                 if for_solve:
                     comb = combined()
-                    width = max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in comb)
+                    width = _width(comb)
                     last = all(stuck) or width <= tolerance
                 if not last:
                     res = compose_pass(d, rho, plans, (False,), may_skip, before, other)
@@ -233,7 +238,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
             if pending:
                 complete()     # the combined width below reads every lower end
             comb = combined()
-            width = max(((b[1] - b[0]) / b[1] if b[1] > 0 else 0.0) for b in comb)
+            width = _width(comb)
             if (width <= tolerance or rho <= _RHO_MIN or width > _STALL * prev
                     or all(stuck)):
                 break          # (the last two: refining cannot narrow it, see _STALL)
