@@ -190,15 +190,20 @@ def _kept_key(pair, steps, rho, plan, log_eta, d, pess, fixed):
 
 
 def _compose_points(pair, steps_list, rho, plans, log_eta, evaluate, sides=(True, False),
-                    directions=None, fixed=()):
+                    directions=None, fixed=(), skip_opt=None):
     """Compose every direction and side at resolution ρ, incrementally over steps_list (the
     varying item's counts), times the fixed items; evaluate(index, finals) after each point.
+
+    ``skip_opt(d, cs)``, if given, sees the one-step log-MGFs {pess: c} of the sides built
+    for direction d (a single-item plan) before any composition; when it returns True the
+    optimistic side is not composed and finals have no entry for it (only a lower end is
+    lost: see eps_search._OptGate).
 
     A single point reuses the compositions kept from earlier calls (see _KEPT)."""
     dirs = _directions(_pairs(pair, fixed)) if directions is None else directions
     if len(steps_list) != 1 or _KEPT is None:
         return _compose_points_fresh(pair, steps_list, rho, plans, log_eta, evaluate, sides,
-                                     dirs, fixed)
+                                     dirs, fixed, skip_opt)
     finals = {}
     for d in dirs:
         keys = {pess: _kept_key(pair, steps_list[0], rho, plans[d], log_eta, d, pess, fixed)
@@ -206,11 +211,13 @@ def _compose_points(pair, steps_list, rho, plans, log_eta, evaluate, sides=(True
         missing = tuple(pess for pess in sides if keys[pess] not in _KEPT)
         if missing:
             fresh = _compose_points_fresh(pair, steps_list, rho, plans, log_eta,
-                                          lambda i, f: f, missing, [d], fixed)[0]
+                                          lambda i, f: f, missing, [d], fixed, skip_opt)[0]
             for pess in missing:
-                _KEPT[keys[pess]] = fresh[(d, pess)]
+                if (d, pess) in fresh:          # (not a skipped optimistic side)
+                    _KEPT[keys[pess]] = fresh[(d, pess)]
         for pess in sides:
-            finals[(d, pess)] = _KEPT[keys[pess]]
+            if keys[pess] in _KEPT:
+                finals[(d, pess)] = _KEPT[keys[pess]]
         # trimmed only once this call holds what it reads (trimming while adding a missing
         # side could evict the other side, kept earlier, before it was read)
         while len(_KEPT) > _KEPT_MAX:
@@ -219,7 +226,7 @@ def _compose_points(pair, steps_list, rho, plans, log_eta, evaluate, sides=(True
 
 
 def _compose_points_fresh(pair, steps_list, rho, plans, log_eta, evaluate, sides, dirs,
-                          fixed):
+                          fixed, skip_opt=None):
     t_max = steps_list[-1]
     engines, extra = {}, {}
     for d in dirs:
@@ -230,6 +237,9 @@ def _compose_points_fresh(pair, steps_list, rho, plans, log_eta, evaluate, sides
             extra[d] = (k_var, comb, prods, totals)
         else:
             engines[d] = _make_sides(pair, d, plans[d], rho, t_max, log_eta, sides)
+            if skip_opt is not None and False in engines[d] and skip_opt(
+                    d, {pess: side.c for pess, side in engines[d].items()}):
+                del engines[d][False]
     accs: dict[tuple[str, bool], _Dist] = {}
     prev = 0
     n_points = len(steps_list)

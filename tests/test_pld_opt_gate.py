@@ -1,0 +1,75 @@
+"""A refinement pass skips an optimistic composition that cannot raise a lower end
+(eps_search._OptGate): the rule itself, and a small-q case where it saves the work and
+changes neither end of the bracket."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dpcalc.pld import eps_search
+from dpcalc.relations import pld
+
+
+def test_the_gate_skips_only_a_shortfall_of_twice_the_held_width_at_every_point():
+    held = [[1.0, 1.2], [2.0, 2.1]]                    # widths 0.2 and 0.1
+    gate = eps_search._OptGate([100, 200], held, lam=10.0)
+    assert gate("remove", {False: 0.0}) is False        # no pessimistic c seen yet
+    assert gate("remove", {True: 0.02}) is False        # pessimistic only: nothing to skip
+    # shortfalls T·(c_P − c_O)/λ: 100·0.02/10 = 0.2 (below 2·0.2) and 0.4 (above 2·0.1)
+    assert gate("remove", {False: 0.0}) is False
+    # c_O = −0.02: shortfalls 0.4 (≥ 0.4) and 0.8 (≥ 0.2) at every point
+    assert gate("remove", {False: -0.02}) is True
+    both = eps_search._OptGate([100], [[1.0, 1.2]], lam=10.0)
+    assert both("add", {True: 0.02, False: -0.02}) is True
+    assert both("add", {True: 0.02, False: 0.019}) is False
+    # an unbounded held bracket (no finite upper end yet) is never skipped
+    assert eps_search._OptGate([100], [[0.0, math.inf]], 10.0)("d", {True: 1.0,
+                                                                    False: -1.0}) is False
+
+
+def test_a_sinking_optimistic_side_is_not_composed_and_the_bracket_is_unchanged(monkeypatch):
+    # q = 3e-6, σ = 0.9, 1e7 steps, δ = 1e-60: at the finest grid the optimistic side's clump
+    # alignment fails and its one-step mass sinks (the composed lower end would be far below
+    # the first pass's)
+    args = (3e-6, 0.9, 10_000_000, math.log(1e-60))
+    said = []
+
+    class Recording(eps_search._OptGate):
+        def __call__(self, d, cs):
+            said.append(super().__call__(d, cs))
+            return said[-1]
+
+    monkeypatch.setattr(eps_search, "_OptGate", Recording)
+    gated = pld.epsilon_bounds(*args)
+    assert True in said                                  # a composition was skipped
+    monkeypatch.setattr(eps_search, "_OPT_SKIP", math.inf)  # the gate never skips
+    said.clear()
+    assert pld.epsilon_bounds(*args) == gated            # both ends, bit for bit
+    assert True not in said
+
+
+@pytest.mark.parametrize("args", [
+    (1e-4, 0.6, 2000, math.log(1e-9)),
+    (0.000279, 0.585, 340502, math.log(1e-5)),
+])
+@pytest.mark.parametrize("for_solve", [False, True])
+def test_refinements_that_need_their_optimistic_sides_compose_them(monkeypatch, args,
+                                                                    for_solve):
+    # refined brackets whose optimistic sides do raise the lower end: the gate is asked
+    # and lets them through, so the brackets equal those with no gate at all
+    said = []
+
+    class Recording(eps_search._OptGate):
+        def __call__(self, d, cs):
+            said.append(super().__call__(d, cs))
+            return said[-1]
+
+    monkeypatch.setattr(eps_search, "_OptGate", Recording)
+    gated = pld.epsilon_bounds(*args, for_solve=for_solve)
+    assert True not in said
+    # (a solver's last pass composes no optimistic side: nothing to ask)
+    assert bool(said) != for_solve
+    monkeypatch.setattr(eps_search, "_OPT_SKIP", math.inf)
+    assert pld.epsilon_bounds(*args, for_solve=for_solve) == gated
