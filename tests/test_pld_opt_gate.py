@@ -1,5 +1,5 @@
 """A refinement pass skips an optimistic composition that cannot raise a lower end
-(eps_search._OptGate): the rule itself, and a small-q case where it saves the work and
+(compose._OptGate): the rule itself, and a small-q case where it saves the work and
 changes neither end of the bracket."""
 
 from __future__ import annotations
@@ -8,24 +8,24 @@ import math
 
 import pytest
 
-from dpcalc.pld import eps_search
+from dpcalc.pld import compose, eps_search
 from dpcalc.relations import pld
 
 
 def test_the_gate_skips_only_a_shortfall_of_twice_the_held_width_at_every_point():
     held = [[1.0, 1.2], [2.0, 2.1]]                    # widths 0.2 and 0.1
-    gate = eps_search._OptGate([100, 200], held, lam=10.0)
+    gate = compose._OptGate([100, 200], held, scale=10.0)
     assert gate("remove", {False: 0.0}) is False        # no pessimistic c seen yet
     assert gate("remove", {True: 0.02}) is False        # pessimistic only: nothing to skip
     # shortfalls T·(c_P − c_O)/λ: 100·0.02/10 = 0.2 (below 2·0.2) and 0.4 (above 2·0.1)
     assert gate("remove", {False: 0.0}) is False
     # c_O = −0.02: shortfalls 0.4 (≥ 0.4) and 0.8 (≥ 0.2) at every point
     assert gate("remove", {False: -0.02}) is True
-    both = eps_search._OptGate([100], [[1.0, 1.2]], lam=10.0)
+    both = compose._OptGate([100], [[1.0, 1.2]], scale=10.0)
     assert both("add", {True: 0.02, False: -0.02}) is True
     assert both("add", {True: 0.02, False: 0.019}) is False
     # an unbounded held bracket (no finite upper end yet) is never skipped
-    assert eps_search._OptGate([100], [[0.0, math.inf]], 10.0)("d", {True: 1.0,
+    assert compose._OptGate([100], [[0.0, math.inf]], 10.0)("d", {True: 1.0,
                                                                     False: -1.0}) is False
 
 
@@ -36,7 +36,7 @@ def test_a_sinking_optimistic_side_is_not_composed_and_the_bracket_is_unchanged(
     args = (3e-6, 0.9, 10_000_000, math.log(1e-60))
     said = []
 
-    class Recording(eps_search._OptGate):
+    class Recording(compose._OptGate):
         def __call__(self, d, cs):
             said.append(super().__call__(d, cs))
             return said[-1]
@@ -44,7 +44,7 @@ def test_a_sinking_optimistic_side_is_not_composed_and_the_bracket_is_unchanged(
     monkeypatch.setattr(eps_search, "_OptGate", Recording)
     gated = pld.epsilon_bounds(*args)
     assert True in said                                  # a composition was skipped
-    monkeypatch.setattr(eps_search, "_OPT_SKIP", math.inf)  # the gate never skips
+    monkeypatch.setattr(compose, "_OPT_SKIP", math.inf)  # the gate never skips
     said.clear()
     assert pld.epsilon_bounds(*args) == gated            # both ends, bit for bit
     assert True not in said
@@ -61,7 +61,7 @@ def test_refinements_that_need_their_optimistic_sides_compose_them(monkeypatch, 
     # and lets them through, so the brackets equal those with no gate at all
     said = []
 
-    class Recording(eps_search._OptGate):
+    class Recording(compose._OptGate):
         def __call__(self, d, cs):
             said.append(super().__call__(d, cs))
             return said[-1]
@@ -71,5 +71,24 @@ def test_refinements_that_need_their_optimistic_sides_compose_them(monkeypatch, 
     assert True not in said
     # (a solver's last pass composes no optimistic side: nothing to ask)
     assert bool(said) != for_solve
-    monkeypatch.setattr(eps_search, "_OPT_SKIP", math.inf)
+    monkeypatch.setattr(compose, "_OPT_SKIP", math.inf)
     assert pld.epsilon_bounds(*args, for_solve=for_solve) == gated
+
+
+def test_a_delta_refinement_skips_a_sinking_optimistic_side(monkeypatch):
+    # random case 169 of benchmarks/bench_dpsgd_random.py (q 1.045e-7, σ 0.8713, 4.8e6
+    # steps, δ at ε = 5.721): the finest pass's optimistic side falls 12.4 nats of log δ
+    # short against a held width of 0.05; the bracket is that of the ungated passes
+    args = (1.045e-07, 0.8713, 4790324, 5.721)
+    said = []
+
+    class Recording(compose._OptGate):
+        def __call__(self, d, cs):
+            said.append(super().__call__(d, cs))
+            return said[-1]
+
+    monkeypatch.setattr(compose, "_OptGate", Recording)
+    gated = pld.log_delta_bounds(*args)
+    assert said == [True]
+    monkeypatch.setattr(compose, "_OPT_SKIP", math.inf)
+    assert pld.log_delta_bounds(*args) == gated

@@ -22,6 +22,7 @@ from dpcalc.pld.compose import (
     _log_eta,
     _n_fixed,
     _next_rho,
+    _OptGate,
     _pairs,
     _tau,
 )
@@ -87,39 +88,6 @@ def _plans_eps(pair, steps_group, log_delta, tolerance, lower=None, fixed=()):
                          split_noise=(_SPLIT_NOISE_GUESSED if lower is None
                                       else _SPLIT_NOISE_FITTED))
     return plans
-
-
-# an optimistic side predicted to fall short of its pessimistic side by this many times the
-# bracket width already held is not composed (_OptGate)
-_OPT_SKIP = 2.0
-
-
-class _OptGate:
-    """Whether a refinement pass's optimistic side can raise a lower end (a skip_opt for
-    _compose_points): each step of the optimistic one-step PLD carries a tilted mass e^{c_O}
-    below the pessimistic side's e^{c_P}, so after T steps its δ(ε) is lower by about
-    e^{T(c_P − c_O)}, and its ε(δ) by about T(c_P − c_O)/λ (δ's log-slope in ε is λ at the
-    tilt).  Where that shortfall is at least _OPT_SKIP times the width upper − lower already
-    held at every point, the new lower end (≤ new upper ≤ old upper) would lie below the old
-    one: the side is not composed, and the lower end stands.  Only work is saved: a wrong
-    guess costs tightness of a lower end, never soundness.  (At small q and a fine grid the
-    optimistic side's clump alignment fails (plan._clump_plan) and its one-step mass sinks:
-    q = 1.2e-5, σ = 0.97, 8.4e6 steps at ρ = 0.004: T·Δc/λ = 31.5 against a held width of
-    0.22, and the composed lower end was 0 after 2 s of work.)"""
-
-    def __init__(self, steps, held, lam):
-        self.steps, self.lam = steps, lam
-        self.gaps = [b[1] - b[0] for b in held]
-        self.c_pess = None
-
-    def __call__(self, d, cs) -> bool:
-        if True in cs:
-            self.c_pess = cs[True]      # (a pass of pessimistic sides first: remembered)
-        if self.c_pess is None or False not in cs or not self.lam > 0:
-            return False
-        short = self.c_pess - cs[False]
-        return all(t * short / self.lam >= _OPT_SKIP * g
-                   for t, g in zip(self.steps, self.gaps, strict=True))
 
 
 def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
