@@ -12,21 +12,25 @@ from dpcalc.pld import compose, eps_search
 from dpcalc.relations import pld
 
 
-def test_the_gate_skips_only_a_shortfall_of_twice_the_held_width_at_every_point():
+def test_the_gate_skips_only_a_shortfall_of_four_times_the_held_width_at_every_point():
+    assert compose._OPT_SKIP == 4.0
     held = [[1.0, 1.2], [2.0, 2.1]]                    # widths 0.2 and 0.1
     gate = compose._OptGate([100, 200], held, scale=10.0)
     assert gate("remove", {False: 0.0}) is False        # no pessimistic c seen yet
     assert gate("remove", {True: 0.02}) is False        # pessimistic only: nothing to skip
-    # shortfalls T·(c_P − c_O)/λ: 100·0.02/10 = 0.2 (below 2·0.2) and 0.4 (above 2·0.1)
+    # shortfalls T·(c_P − c_O)/λ: 100·0.02/10 = 0.2 (below 4·0.2) and 0.4 (at 4·0.1)
     assert gate("remove", {False: 0.0}) is False
-    # c_O = −0.02: shortfalls 0.4 (≥ 0.4) and 0.8 (≥ 0.2) at every point
-    assert gate("remove", {False: -0.02}) is True
+    assert gate("remove", {False: -0.05}) is False      # 0.7 and 1.4: the first below 0.8
+    assert not gate.skipped
+    assert gate("remove", {False: -0.06}) is True       # 0.8 and 1.6: at every point
+    assert gate.skipped
+    assert gate("add", {False: -1.0}) is False          # per direction: no c_P for "add"
     both = compose._OptGate([100], [[1.0, 1.2]], scale=10.0)
-    assert both("add", {True: 0.02, False: -0.02}) is True
+    assert both("add", {True: 0.02, False: -0.06}) is True
     assert both("add", {True: 0.02, False: 0.019}) is False
     # an unbounded held bracket (no finite upper end yet) is never skipped
     assert compose._OptGate([100], [[0.0, math.inf]], 10.0)("d", {True: 1.0,
-                                                                    False: -1.0}) is False
+                                                                   False: -1.0}) is False
 
 
 def test_a_sinking_optimistic_side_is_not_composed_and_the_bracket_is_unchanged(monkeypatch):

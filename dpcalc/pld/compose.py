@@ -190,8 +190,10 @@ def _kept_key(pair, steps, rho, plan, log_eta, d, pess, fixed):
 
 
 # an optimistic side predicted to fall short of its pessimistic side by this many times the
-# bracket width already held is not composed (_OptGate)
-_OPT_SKIP = 2.0
+# bracket width already held is not composed (_OptGate; the prediction was found up to 1.9x
+# above the composed shortfall on ordinary refinements (review), and 100-250x below it
+# where the side sinks)
+_OPT_SKIP = 4.0
 
 
 class _OptGate:
@@ -212,6 +214,7 @@ class _OptGate:
         self.steps, self.scale = steps, scale
         self.gaps = [b[1] - b[0] for b in held]
         self.c_pess: dict[str, float] = {}
+        self.skipped = False
 
     def __call__(self, d, cs) -> bool:
         if True in cs:
@@ -219,8 +222,10 @@ class _OptGate:
         if d not in self.c_pess or False not in cs or not self.scale > 0:
             return False
         short = self.c_pess[d] - cs[False]
-        return all(t * short / self.scale >= _OPT_SKIP * g
+        skip = all(t * short / self.scale >= _OPT_SKIP * g
                    for t, g in zip(self.steps, self.gaps, strict=True))
+        self.skipped = self.skipped or skip
+        return skip
 
 
 def _compose_points(pair, steps_list, rho, plans, log_eta, evaluate, sides=(True, False),
@@ -447,6 +452,11 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
                     lo = max(lo, run(d, (False,), gate)[0])
                     if lo > decide:
                         break
+        if gate is not None and gate.skipped:
+            # a skipped optimistic side stands for a lower end at most the held one (the
+            # prediction): this pass's lower end is the held one, finite, as the composed
+            # one would have been (the decisions below read it: review)
+            lo = max(lo, best[0])
         best[0] = max(best[0], lo)
         best[1] = min(best[1], up)
         yield best[0], best[1]
