@@ -12,6 +12,20 @@ from dpcalc.pld import compose, eps_search
 from dpcalc.relations import pld
 
 
+def _recording(monkeypatch, module) -> list[bool]:
+    """The gate's answers, in order, with the gate as ``module`` names it replaced by one
+    that records them."""
+    said: list[bool] = []
+
+    class Recording(compose._OptGate):
+        def __call__(self, d, cs):
+            said.append(super().__call__(d, cs))
+            return said[-1]
+
+    monkeypatch.setattr(module, "_OptGate", Recording)
+    return said
+
+
 def test_the_gate_skips_only_a_shortfall_of_four_times_the_held_width_at_every_point():
     assert compose._OPT_SKIP == 4.0
     held = [[1.0, 1.2], [2.0, 2.1]]                    # widths 0.2 and 0.1
@@ -38,14 +52,7 @@ def test_a_sinking_optimistic_side_is_not_composed_and_the_bracket_is_unchanged(
     # alignment fails and its one-step mass sinks (the composed lower end would be far below
     # the first pass's)
     args = (3e-6, 0.9, 10_000_000, math.log(1e-60))
-    said = []
-
-    class Recording(compose._OptGate):
-        def __call__(self, d, cs):
-            said.append(super().__call__(d, cs))
-            return said[-1]
-
-    monkeypatch.setattr(eps_search, "_OptGate", Recording)
+    said = _recording(monkeypatch, eps_search)
     gated = pld.epsilon_bounds(*args)
     assert True in said                                  # a composition was skipped
     monkeypatch.setattr(compose, "_OPT_SKIP", math.inf)  # the gate never skips
@@ -63,14 +70,7 @@ def test_refinements_that_need_their_optimistic_sides_compose_them(monkeypatch, 
                                                                     for_solve):
     # refined brackets whose optimistic sides do raise the lower end: the gate is asked
     # and lets them through, so the brackets equal those with no gate at all
-    said = []
-
-    class Recording(compose._OptGate):
-        def __call__(self, d, cs):
-            said.append(super().__call__(d, cs))
-            return said[-1]
-
-    monkeypatch.setattr(eps_search, "_OptGate", Recording)
+    said = _recording(monkeypatch, eps_search)
     gated = pld.epsilon_bounds(*args, for_solve=for_solve)
     assert True not in said
     # (a solver's last pass composes no optimistic side: nothing to ask)
@@ -84,14 +84,7 @@ def test_a_delta_refinement_skips_a_sinking_optimistic_side(monkeypatch):
     # steps, δ at ε = 5.721): the finest pass's optimistic side falls 12.4 nats of log δ
     # short against a held width of 0.05; the bracket is that of the ungated passes
     args = (1.045e-07, 0.8713, 4790324, 5.721)
-    said = []
-
-    class Recording(compose._OptGate):
-        def __call__(self, d, cs):
-            said.append(super().__call__(d, cs))
-            return said[-1]
-
-    monkeypatch.setattr(compose, "_OptGate", Recording)
+    said = _recording(monkeypatch, compose)
     gated = pld.log_delta_bounds(*args)
     assert said == [True]
     monkeypatch.setattr(compose, "_OPT_SKIP", math.inf)
