@@ -72,9 +72,7 @@ def test_refinements_that_need_their_optimistic_sides_compose_them(monkeypatch, 
     # and lets them through, so the brackets equal those with no gate at all
     said = _recording(monkeypatch, eps_search)
     gated = pld.epsilon_bounds(*args, for_solve=for_solve)
-    assert True not in said
-    # (a solver's last pass composes no optimistic side: nothing to ask)
-    assert bool(said) != for_solve
+    assert said and True not in said
     monkeypatch.setattr(compose, "_OPT_SKIP", math.inf)
     assert pld.epsilon_bounds(*args, for_solve=for_solve) == gated
 
@@ -89,3 +87,24 @@ def test_a_delta_refinement_skips_a_sinking_optimistic_side(monkeypatch):
     assert said == [True]
     monkeypatch.setattr(compose, "_OPT_SKIP", math.inf)
     assert pld.log_delta_bounds(*args) == gated
+
+
+def test_a_pass_of_pessimistic_sides_first_leaves_the_gate_its_c_p(monkeypatch):
+    # a solver's refinement that is not its last (ρ 0.0142 -> 0.0072) composes the
+    # pessimistic side, then the optimistic one in a build of its own: the gate must have
+    # seen c_P at the first build to judge the second (it did not: never asked with both)
+    args = (0.00134, 0.631, 91791, math.log(1e-5))
+    normal = pld.epsilon_bounds(*args, for_solve=True)
+    answers = []
+
+    class Recording(compose._OptGate):
+        def __call__(self, d, cs):
+            answers.append((d, tuple(sorted(cs)), super().__call__(d, cs)))
+            return answers[-1][2]
+
+    monkeypatch.setattr(eps_search, "_OptGate", Recording)
+    monkeypatch.setattr(compose, "_OPT_SKIP", -math.inf)   # skip whenever c_P is known
+    forced = pld.epsilon_bounds(*args, for_solve=True)
+    assert answers == [("remove", (True,), False), ("remove", (False,), True)]
+    assert forced[1] == normal[1]         # the upper end is the pessimistic side's alone
+    assert forced[0] < normal[0]          # the first pass's lower end stands

@@ -255,7 +255,7 @@ def _compose_points(pair, steps_list, rho, plans, log_eta, evaluate, sides=(True
                 if (d, pess) in fresh:          # (not a skipped optimistic side)
                     _KEPT[keys[pess]] = fresh[(d, pess)]
         for pess in sides:
-            if keys[pess] in _KEPT:
+            if pess or keys[pess] in _KEPT:     # (only an optimistic side is skipped)
                 finals[(d, pess)] = _KEPT[keys[pess]]
         # trimmed only once this call holds what it reads (trimming while adding a missing
         # side could evict the other side, kept earlier, before it was read)
@@ -276,7 +276,9 @@ def _compose_points_fresh(pair, steps_list, rho, plans, log_eta, evaluate, sides
             extra[d] = (k_var, comb, prods, totals)
         else:
             engines[d] = _make_sides(pair, d, plans[d], rho, t_max, log_eta, sides)
-            if skip_opt is not None and False in engines[d] and skip_opt(
+            # (asked for every build: a pass of pessimistic sides first leaves the gate
+            # its c_P for the optimistic side's own build)
+            if skip_opt is not None and skip_opt(
                     d, {pess: side.c for pess, side in engines[d].items()}):
                 del engines[d][False]
     accs: dict[tuple[str, bool], _Dist] = {}
