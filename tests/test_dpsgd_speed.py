@@ -315,6 +315,9 @@ def test_q_guess_never_reports_a_bracket_from_a_failing_rate_below_a_passing_one
         def _evaluated_sigma(self, sigma):
             return sigma
 
+        def aimed(self, r, sigma, n, log_delta, bound):   # one bound: aimed as it is
+            return bound
+
         def bound_for(self, r, sigma, n, log_delta, eps):
             x = math.log(r / self.r0)
             return eps * math.exp(0.5 * x + self.amp * (((x / self.per + self.phase) % 1.0)
@@ -352,6 +355,9 @@ def test_q_solve_where_epsilon_is_flat_in_q_stops_at_the_bounds_resolution():
 
         def _evaluated_sigma(self, sigma):
             return sigma
+
+        def aimed(self, r, sigma, n, log_delta, bound):   # one bound: aimed as it is
+            return bound
 
         def bound_for(self, r, sigma, n, log_delta, eps):
             FlatBound.probes += 1
@@ -391,6 +397,9 @@ def test_q_guess_does_not_jump_far_on_a_chord_within_the_bounds_variation(monkey
     class Shelf:   # log ε/target = 0.09·x below x = 0.005, a shelf of slope 0.001 above
         def _evaluated_sigma(self, sigma):
             return sigma
+
+        def aimed(self, r, sigma, n, log_delta, bound):   # one bound: aimed as it is
+            return bound
 
         def bound_for(self, r, sigma, n, log_delta, eps):
             x = math.log(r / root)

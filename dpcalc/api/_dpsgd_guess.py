@@ -73,11 +73,11 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
 
     ``rtol`` is an accuracy on ε (the bound's own resolution, as on σ).  With ``by_slope``
     (a bound that varies at that scale: the PLD's) the accuracy on q is rtol / s, s = d log ε
-    / d log q from the secant's last two probes (within _SLOPE_SPAN), when s < _SLOPE_FLAT
-    (up to 1 / _SLOPE_MIN times rtol).  Where ε is flat in q (s ≈ 0.1 far in the tail) the
-    bound's variation between neighbouring rates, 1e-6 to 1e-5 relative, is 1e-5 to 1e-4 on
-    q: a finer search chased it with full evaluations (random case 291: 8, case 97: 7).  The
-    answer still passes ``holds``; it is within rtol of the target in ε.
+    / d log q on the longest chord from the secant's last probe within _SLOPE_SPAN, when
+    s < _SLOPE_FLAT (up to 1 / _SLOPE_MIN times rtol).  Where ε is flat in q (s ≈ 0.1 far in
+    the tail) the bound's variation between neighbouring rates, 1e-6 to 1e-5 relative, is
+    1e-5 to 1e-4 on q: a finer search chased it with full evaluations (random case 291: 8,
+    case 97: 7).  The answer still passes ``holds``; it is within rtol of the target in ε.
 
     When the secant has met the root and its probes already hold a passing rate and a
     failing one within the accuracy of each other, the guess is the passing rate and its accuracy
@@ -97,18 +97,20 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
     if seed is None or not low < seed < 1.0:
         return None, 1e-4, rtol
     seen = {"ok": -math.inf, "fail": math.inf}   # log q of the best probes on either side
+    probes = {}   # log q -> (point, bound_for's bound) of the secant's probes (_chord_step)
 
     def f(x: float) -> float:
         r = math.exp(x)
         if not low < r <= 1.0:
             raise ValueError("outside the q range")
         n = values["steps"] if "steps" in values else steps_for(values["epochs"], r)
-        v = math.log(acc.bound_for(r, sigma, n, log_delta, epsilon)) - math.log(epsilon)
-        if v <= 0:
+        bound = acc.bound_for(r, sigma, n, log_delta, epsilon)
+        probes[x] = ((r, sigma, n, log_delta), bound)
+        if bound <= epsilon:
             seen["ok"] = max(seen["ok"], x)
         else:
             seen["fail"] = min(seen["fail"], x)
-        return v
+        return math.log(bound) - math.log(epsilon)
 
     def bracketed() -> bool:
         # a failing probe above the passing one, within the accuracy (the bound's own
@@ -135,15 +137,19 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
             x1 = min(x0 - max(-8.0, min(8.0, f0 / slope)), 0.0)
         for _ in range(12):
             f1 = f(x1)
-            if by_slope and "steps" in values and 0 < abs(x1 - x0) <= _SLOPE_SPAN \
-                    and math.isfinite(f1) and math.isfinite(f0):
-                s_here = (f1 - f0) / (x1 - x0)
+            # the slope on the longest chord from x1 within _SLOPE_SPAN (a short one is
+            # mostly the bound's own variation)
+            far = max((x for x in probes if 0 < abs(x - x1) <= _SLOPE_SPAN
+                       and math.isfinite(_f_of(probes[x], epsilon))),
+                      key=lambda x: abs(x - x1), default=None)
+            if by_slope and "steps" in values and far is not None and math.isfinite(f1):
+                s_here = (f1 - _f_of(probes[far], epsilon)) / (x1 - far)
                 eff[0] = rtol / max(s_here, _SLOPE_MIN) if 0 < s_here < _SLOPE_FLAT else rtol
             if bracketed():
                 return converged(x1, 0.0)      # bracketed within the accuracy: no more probes
             if f1 == f0 or not math.isfinite(f1):
                 break
-            step = f1 * (x1 - x0) / (f1 - f0)
+            step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon, amplify=False)
             if by_slope and abs(f1 - f0) < _CHORD_MIN * rtol and abs(step) > abs(x1 - x0):
                 # a chord whose ends differ by less than the bound's own variation (1e-5 to
                 # 1e-4 in log ε) has no meaningful slope: random case 291's last two rates,
@@ -163,6 +169,53 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         return None, 1e-4, eff[0]
 
 
+def _log_expm1(e: float) -> float:
+    """log(e^ε − 1) (ε > 0), without overflow: the coordinate in which amplification by
+    sampling is linear in log q (one Poisson-sampled step: e^ε' − 1 = q(e^ε − 1) [BBG18,
+    Thm 8])."""
+    return e + math.log(-math.expm1(-e)) if e > 1.0 else math.log(math.expm1(e))
+
+
+def _chord_step(acc: Accountant, x0: float, x1: float, f0: float, f1: float, probes: dict,
+                target: float, amplify: bool = True) -> float:
+    """The secant's distance from x1 (log q or log σ) to the root, through the bounds the
+    accountant aims with (``Accountant.aimed``: a cheap bound moved by the refinement seen
+    since, so that a chord through a cheap and a full point does not mix the two bounds).
+
+    With ``amplify`` (σ solves), on y = log(e^ε − 1) (see _log_expm1) while the last probe
+    is more than _NEAR_ROOT from the target: ε of a sampled Gaussian grows like log q +
+    c/σ², so log ε is concave in log σ for large ε and a chord on it undershoots (random
+    case 34 of benchmarks/bench_dpsgd_random.py, q = 1.7e-8: ε 1.49 and 2.27 at σ 0.924
+    and 0.873, root 0.7797: 0.776 next, where log ε aimed at 0.806 and took three more
+    probes to come down).  q solves stay on log ε: y helped random case 24 (ε from 19.9 at
+    q = 3e-4 to 2.96 at 2e-10) but cost probes where ε ∝ q^s, a line on log ε.  Falls back
+    to the chord of f = log(bound/target) when an aimed bound is not finite.  Only aims
+    the next probe."""
+    aims = []
+    for x in (x0, x1):
+        point, bound = probes.get(x, (None, math.nan))
+        aims.append(acc.aimed(*point, bound) if point is not None else math.nan)
+    if not all(0.0 < a < math.inf for a in aims):
+        return f1 * (x1 - x0) / (f1 - f0)
+    if not amplify or abs(math.log(aims[1] / target)) < _NEAR_ROOT:
+        ys = [math.log(a / target) for a in aims]   # (near the root)
+    else:
+        ys = [_log_expm1(a) - _log_expm1(target) for a in aims]
+    y0, y1 = ys
+    if y1 == y0:
+        return f1 * (x1 - x0) / (f1 - f0)
+    return y1 * (x1 - x0) / (y1 - y0)
+
+
+def _f_of(probe, target: float) -> float:
+    """log(bound / target) of a probe (point, bound) (nan for a bound that is not > 0)."""
+    bound = probe[1]
+    return math.log(bound / target) if 0.0 < bound <= math.inf else math.nan
+
+
+_NEAR_ROOT = 0.01     # from a probe within this of the target in log ε: the chord on log ε
+
+
 _SLOPE_FLAT = 0.5     # below this d log ε / d log q, q's accuracy is rtol / slope (q_guess)
 _SLOPE_MIN = 0.05     # and at most 20 times rtol
 _CHORD_MIN = 10.0     # a secant chord spanning fewer rtol in log ε is noise (q_guess)
@@ -175,8 +228,14 @@ def _rdp_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float, log_d
                 seed: float | None) -> float | None:
     """Far in the tail the CLT seed can be off by many orders (the secant then moves one
     e-fold per probe): the RDP accountant's answer q_rdp [MTZ19] (cheap per probe) is a
-    lower end for the PLD's, so a seed below it or far above it is replaced by 1.5·q_rdp
-    (heuristic: any seed is safe, ``holds`` decides)."""
+    lower end for the PLD's, so a seed below it is replaced by 1.5·q_rdp, and one above
+    _RDP_Q_NEAR·q_rdp by that, unless q_rdp lies more than _RDP_Q_FAR below the seed
+    (heuristic: any seed is safe, ``holds`` decides).  On the q solves at δ < e^-50 of
+    benchmarks/bench_dpsgd_random.py the PLD's answer was 1.003-1.12 times q_rdp, and the
+    CLT seed 1.2-1583 times the answer where q_rdp lay within a factor 1e4 below it (random
+    cases 30, 144, 291, 183: 5 to 8 probes to come down); q_rdp more than 1e13 below it was
+    RDP's own failure at small ε (its conversion to δ < 1e-30), the CLT seed then the
+    better one."""
     if acc.name != "pld":
         return seed
     from dpcalc.params import Q
@@ -189,7 +248,39 @@ def _rdp_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float, log_d
         return seed
     if seed is None or seed < q_rdp:
         return min(1.5 * q_rdp, 1.0)
-    return seed   # above RDP's answer: the secant comes down in steps of up to e^8
+    if seed <= _RDP_Q_FAR * q_rdp:
+        return min(seed, _RDP_Q_NEAR * q_rdp)
+    return seed   # far above RDP's answer: the secant comes down in steps of up to e^8
+
+
+_RDP_Q_NEAR = 1.1    # a q seed above this multiple of RDP's answer is lowered to it
+_RDP_Q_FAR = 1e5     # unless RDP's answer lies further below it than this (see _rdp_q_seed)
+
+
+def _rdp_sigma_seed(acc: Accountant, q: float, steps: int, epsilon: float, log_delta: float,
+                    seed: float | None) -> float | None:
+    """Far in the tail the CLT seed of a σ solve can be off by a factor of several (random
+    case 297 of benchmarks/bench_dpsgd_random.py: 0.27 for a root at 0.945, 3 probes of
+    0.4-0.8 s to get there, each capped at e^0.2): the RDP accountant's answer σ_rdp
+    [MTZ19] (cheap per probe) is an upper end for the PLD's, so a seed above it, or below
+    _RDP_SIGMA_FAR·σ_rdp, is replaced by _RDP_SIGMA_SEED·σ_rdp (heuristic: any seed is
+    safe, ``holds`` decides)."""
+    from dpcalc.api.dpsgd import NOISE, SIGMA_EVAL_MAX, SIGMA_SOLVE_MIN
+
+    rdp = Accountant("rdp", acc.tolerance)
+    try:
+        s_rdp = solve_unknown(NOISE, lambda s: rdp.holds(q, s, steps, epsilon, log_delta),
+                              low=SIGMA_SOLVE_MIN, low_open=True, high=SIGMA_EVAL_MAX,
+                              rtol=1e-3)
+    except (InfeasibleError, ArithmeticError, ValueError):
+        return seed
+    if seed is None or not _RDP_SIGMA_FAR * s_rdp <= seed <= s_rdp:
+        return _RDP_SIGMA_SEED * s_rdp
+    return seed
+
+
+_RDP_SIGMA_FAR = 0.5    # a σ seed below this share of RDP's answer is taken to be far off
+_RDP_SIGMA_SEED = 0.95  # and replaced by this share of it (calibrated: see _rdp_sigma_seed)
 
 
 def _clt_q_slope(epsilon: float, log_delta: float) -> float | None:
@@ -232,15 +323,20 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
     # seed: the Gaussian-DP CLT for the PLD (close to it when q is small) [DRS19], else the
     # moments-accountant scaling σ ≈ q√(2T ln(1/δ))/ε [ACGMMTZ16]
     clt = rel.clt_sigma_guess(q, steps, epsilon, log_delta) if acc.name == "pld" else None
+    if acc.name == "pld" and log_delta < _CLT_LOG_DELTA_MIN:
+        clt = _rdp_sigma_seed(acc, q, steps, epsilon, log_delta, clt)
     first = 0.01 if clt is not None else 0.05
     x0 = math.log(clt if clt is not None else
                   max(0.5, q * math.sqrt(2.0 * steps * -log_delta) / epsilon))
 
+    probes = {}   # log σ -> (point, bound_for's bound) of the secant's probes (_chord_step)
+
     def f(x: float) -> float:
         if not -7.0 < x < 13.8:  # σ outside [1e-3, 1e6]: the solver's own bracket decides
             raise ValueError("outside the σ range")
-        return math.log(acc.bound_for(q, math.exp(x), steps, log_delta, epsilon)) \
-            - math.log(epsilon)
+        bound = acc.bound_for(q, math.exp(x), steps, log_delta, epsilon)
+        probes[x] = ((q, math.exp(x), steps, log_delta), bound)
+        return math.log(bound) - math.log(epsilon)
 
     try:
         f0 = f(x0)
@@ -260,7 +356,10 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
             f1 = f(x1)
             if f1 == f0 or not math.isfinite(f1):
                 break
-            step = f1 * (x1 - x0) / (f1 - f0)  # the secant's distance from x1 to the root
+            # the secant's distance from x1 to the root (on log(e^ε − 1): random case 34,
+            # q = 1.7e-8, ε 1.49 and 2.27 at σ 0.924 and 0.873, root 0.7797: 0.776 next,
+            # where log ε aimed at 0.806 and took three more probes to come down)
+            step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon)
             if abs(step) < stop:
                 # the root lies about ``step`` from x1 (the secant converges superlinearly):
                 # the solver's first probe, 2·|step| beyond it, is then on the other side

@@ -1,0 +1,119 @@
+"""The secant's aim in dpsgd's solves (issue 14): seeds from RDP far in the tail, cheap bounds
+moved by the refinement seen, σ chords on log(e^ε − 1).  Only aiming: every answer is still
+decided by the certified predicate (tests/test_dpsgd_speed.py, tests/test_issue14_values.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import dpcalc.accountants.dpsgd as accountants
+from dpcalc.api import _dpsgd_guess as guess
+from dpcalc.api.dpsgd import Accountant
+
+
+def _fake_pld(monkeypatch, cheap, full):
+    """An Accountant("pld") whose cheap bound is cheap(q) and full bound full(q); counts."""
+    calls = {"cheap": 0, "full": 0}
+
+    def upper(name, q, sigma, steps, log_delta, tolerance, stop_above=math.inf):
+        calls["cheap"] += 1
+        return cheap(q)
+
+    def evaluate(name, question, q, sigma, steps, x, tolerance):
+        calls["full"] += 1
+        return full(q), (0.0, full(q)), ""
+
+    monkeypatch.setattr(accountants, "evaluate_upper", upper)
+    monkeypatch.setattr(accountants, "evaluate", evaluate)
+    return Accountant("pld", 1e-3), calls
+
+
+def test_a_cheap_bound_is_aimed_with_the_refinement_seen_at_the_last_full_point(monkeypatch):
+    acc, calls = _fake_pld(monkeypatch, lambda q: 1000.0 * q * 1.01, lambda q: 1000.0 * q)
+    # nothing refined yet: a cheap bound is aimed as it is
+    b = acc.bound_for(0.0005, 1.0, 100, -10.0, 1.0)
+    assert b == pytest.approx(0.505) and acc.aimed(0.0005, 1.0, 100, -10.0, b) == b
+    # just above the target (within 2 %): the full evaluation decides, and its refinement
+    # (1/1.01) is remembered
+    full = acc.bound_for(0.000995, 1.0, 100, -10.0, 1.0)
+    assert full == pytest.approx(0.995) and calls["full"] == 1
+    assert acc.aimed(0.000995, 1.0, 100, -10.0, full) == full      # a full point: as it is
+    # a cheap point is now aimed at the full bound's level; the bound decided on is unchanged
+    b2 = acc.bound_for(0.0009, 1.0, 100, -10.0, 1.0)
+    assert b2 == pytest.approx(0.909)
+    assert acc.aimed(0.0009, 1.0, 100, -10.0, b2) == pytest.approx(0.9, rel=1e-12)
+
+
+def test_just_below_the_target_the_first_cheap_bound_asks_the_full_evaluation(monkeypatch):
+    """Random case 291: a search seeded below the root settled on the cheap bound's root,
+    0.7 % below the predicate's threshold, and the solver climbed with 10 full evaluations.
+    Far in the tail the first cheap bound within 2 % below the target now learns the
+    refinement; later ones (refinement known) do not."""
+    far = math.log(1e-200)
+    acc, calls = _fake_pld(monkeypatch, lambda q: 1000.0 * q * 1.01, lambda q: 1000.0 * q)
+    assert acc.bound_for(0.000975, 1.0, 100, far, 1.0) == pytest.approx(0.975)
+    assert calls["full"] == 1
+    assert acc.bound_for(0.00096, 1.0, 100, far, 1.0) == pytest.approx(0.9696)
+    assert calls["full"] == 1
+    # far below the target a cheap bound is enough, as before; and at δ ≥ e^-50 (the first
+    # pass mostly final) just below it too
+    for point in ((0.0005, far), (0.000975, -10.0)):
+        acc2, calls2 = _fake_pld(monkeypatch, lambda q: 1000.0 * q * 1.01,
+                                 lambda q: 1000.0 * q)
+        acc2.bound_for(point[0], 1.0, 100, point[1], 1.0)
+        assert calls2["full"] == 0
+
+
+def test_far_tail_sigma_seed_comes_from_rdp_when_the_clt_is_far_below_it():
+    """Random case 297 (q 1.811e-7, 9.67e6 steps, ε 21.88, δ 2.2e-262): the CLT seed 0.267
+    for a root at 0.945; RDP's σ (an upper end for the PLD's) is 0.964."""
+    from dpcalc.relations import dpsgd as rel
+
+    q, steps, eps, log_d = 1.811e-07, 9670927, 21.88, math.log(2.236e-262)
+    clt = rel.clt_sigma_guess(q, steps, eps, log_d)
+    assert clt < 0.3
+    acc = Accountant("pld", 1e-3)
+    seed = guess._rdp_sigma_seed(acc, q, steps, eps, log_d, clt)
+    assert 0.9 < seed < 0.93          # 0.95 of RDP's 0.964; the PLD's root is 0.945
+    # a seed within reach of RDP's answer is kept
+    assert guess._rdp_sigma_seed(acc, q, steps, eps, log_d, 0.8) == 0.8
+
+
+def test_far_tail_q_seed_comes_down_to_rdp_unless_rdp_fails_itself():
+    """Random case 144: the CLT seed 9.6e-4 for a root at 7.91e-5, RDP's answer 7.06e-5.
+    Random case 24: RDP's answer 3e-26 for a root at 2e-10 (its conversion fails at small
+    ε): the CLT seed, 3e-4, is kept."""
+    from dpcalc.relations import dpsgd as rel
+
+    acc = Accountant("pld", 1e-3)
+    log_d = math.log(1.339e-204)
+    clt = rel.clt_q_guess(0.8295, 39.73, log_d, steps=546725)
+    seed = guess._rdp_q_seed(acc, 0.8295, 546725, 39.73, log_d, clt)
+    assert clt > 9e-4 and 7.5e-5 < seed < 8.0e-5
+    log_d = math.log(6.628e-257)
+    clt = rel.clt_q_guess(1.379, 2.959, log_d, steps=119614)
+    assert guess._rdp_q_seed(acc, 1.379, 119614, 2.959, log_d, clt) == clt
+
+
+def test_sigma_chord_on_log_expm1_aims_closer_than_on_log_epsilon():
+    """Random case 34's first two probes (σ 0.9236 → ε 1.4898, σ 0.8727 → ε 2.2700; root
+    0.77969 at ε = 4.089): the chord on log(e^ε − 1) lands within 0.5 % of the root, the
+    chord on log ε 3.4 % above it."""
+    class Plain:
+        def aimed(self, q, sigma, steps, log_delta, bound):
+            return bound
+
+    target = 4.089
+    x0, x1 = math.log(0.9235595703124999), math.log(0.8726629891198113)
+    b0, b1 = 1.489774208662729, 2.2699686900066585
+    probes = {x0: ((1.714e-8, math.exp(x0), 4953013, -135.5), b0),
+              x1: ((1.714e-8, math.exp(x1), 4953013, -135.5), b1)}
+    f0, f1 = math.log(b0 / target), math.log(b1 / target)
+    amp = math.exp(x1 - guess._chord_step(Plain(), x0, x1, f0, f1, probes, target))
+    flat = math.exp(x1 - guess._chord_step(Plain(), x0, x1, f0, f1, probes, target,
+                                           amplify=False))
+    root = 0.7796871334714712
+    assert abs(amp / root - 1) < 0.005
+    assert flat / root - 1 > 0.03
