@@ -160,9 +160,8 @@ class Accountant:
         (``aimed``), and a search that came from below would otherwise settle on the cheap
         bound's root (random case 291 of benchmarks/bench_dpsgd_random.py, seeded below
         the root: 0.7 % below the predicate's threshold in q, then 10 full evaluations to
-        climb).  Only for δ < e^-50, where refinement moves the bound by tenths: above, the
-        first pass is mostly final, and the extra evaluation cost the MNIST σ solve of
-        issue 13 a second full evaluation."""
+        climb).  Only for δ < e^-50: above, the first pass is mostly final (the MNIST σ
+        solve of issue 13 took a second full evaluation)."""
         cheap = self.upper(q, sigma, steps, log_delta)
         near = max(0.02, 20.0 * self.tolerance)
         if cheap <= target and (self._refined is not None or self._first_pass_final
@@ -181,13 +180,10 @@ class Accountant:
 
     def aimed(self, q: float, sigma: float, steps: int, log_delta: float,
               bound: float) -> float:
-        """The bound a secant aims with at a point whose ``bound_for`` was ``bound``.  The
-        predicate's threshold is where the full evaluation's bound meets the target; where
-        only the cheap bound is known, it is moved by the refinement seen at the last point
-        evaluated both ways (log full/cheap varies slowly: −0.1061, −0.1057, −0.1056 at q
-        4.843e-4, 4.863e-4, 4.866e-4 on random case 30 of
-        benchmarks/bench_dpsgd_random.py), so that a secant through a cheap and a full
-        point does not mix the two bounds.  Only aims; ``bound`` is the one decided on."""
+        """The bound a secant aims with where ``bound_for`` gave ``bound``: a cheap one is
+        moved by the refinement seen at the last point evaluated both ways (log full/cheap
+        varies slowly: −0.1061 to −0.1056 over q 4.843e-4 to 4.866e-4, random case 30), so
+        a chord does not mix the two bounds.  Only aims; ``bound`` is decided on."""
         key = (q, self._evaluated_sigma(sigma), steps, log_delta)
         if key in self._seen or self._refined is None or not 0.0 < bound < math.inf:
             return bound
