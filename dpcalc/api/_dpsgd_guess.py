@@ -73,11 +73,11 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
 
     ``rtol`` is an accuracy on ε (the bound's own resolution, as on σ).  With ``by_slope``
     (a bound that varies at that scale: the PLD's) the accuracy on q is rtol / s, s = d log ε
-    / d log q on the longest chord from the secant's last probe within _SLOPE_SPAN, when
-    s < _SLOPE_FLAT (up to 1 / _SLOPE_MIN times rtol).  Where ε is flat in q (s ≈ 0.1 far in
-    the tail) the bound's variation between neighbouring rates, 1e-6 to 1e-5 relative, is
-    1e-5 to 1e-4 on q: a finer search chased it with full evaluations (random case 291: 8,
-    case 97: 7).  The answer still passes ``holds``; it is within rtol of the target in ε.
+    / d log q from the secant's last two probes (within _SLOPE_SPAN), when s < _SLOPE_FLAT
+    (up to 1 / _SLOPE_MIN times rtol).  Where ε is flat in q (s ≈ 0.1 far in the tail) the
+    bound's variation between neighbouring rates, 1e-6 to 1e-5 relative, is 1e-5 to 1e-4 on
+    q: a finer search chased it with full evaluations (random case 291: 8, case 97: 7).  The
+    answer still passes ``holds``; it is within rtol of the target in ε.
 
     When the secant has met the root and its probes already hold a passing rate and a
     failing one within the accuracy of each other, the guess is the passing rate and its accuracy
@@ -137,13 +137,9 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
             x1 = min(x0 - max(-8.0, min(8.0, f0 / slope)), 0.0)
         for _ in range(12):
             f1 = f(x1)
-            # the slope on the longest chord from x1 within _SLOPE_SPAN (a short one is
-            # mostly the bound's own variation)
-            far = max((x for x in probes if 0 < abs(x - x1) <= _SLOPE_SPAN
-                       and math.isfinite(_f_of(probes[x], epsilon))),
-                      key=lambda x: abs(x - x1), default=None)
-            if by_slope and "steps" in values and far is not None and math.isfinite(f1):
-                s_here = (f1 - _f_of(probes[far], epsilon)) / (x1 - far)
+            if by_slope and "steps" in values and 0 < abs(x1 - x0) <= _SLOPE_SPAN \
+                    and math.isfinite(f1) and math.isfinite(f0):
+                s_here = (f1 - f0) / (x1 - x0)
                 eff[0] = rtol / max(s_here, _SLOPE_MIN) if 0 < s_here < _SLOPE_FLAT else rtol
             if bracketed():
                 return converged(x1, 0.0)      # bracketed within the accuracy: no more probes
@@ -170,9 +166,9 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
 
 
 def _log_expm1(e: float) -> float:
-    """log(e^ε − 1) (ε > 0), without overflow: the coordinate in which amplification by
-    sampling is linear in log q (one Poisson-sampled step: e^ε' − 1 = q(e^ε − 1) [BBG18,
-    Thm 8])."""
+    """log(e^ε − 1) (ε > 0), without overflow: the coordinate of σ solves' chords far from
+    the root (_chord_step); amplification by sampling is linear in log q on it (one
+    Poisson-sampled step: e^ε' − 1 = q(e^ε − 1) [BBG18, Thm 8])."""
     return e + math.log(-math.expm1(-e)) if e > 1.0 else math.log(math.expm1(e))
 
 
@@ -205,12 +201,6 @@ def _chord_step(acc: Accountant, x0: float, x1: float, f0: float, f1: float, pro
     if y1 == y0:
         return f1 * (x1 - x0) / (f1 - f0)
     return y1 * (x1 - x0) / (y1 - y0)
-
-
-def _f_of(probe, target: float) -> float:
-    """log(bound / target) of a probe (point, bound) (nan for a bound that is not > 0)."""
-    bound = probe[1]
-    return math.log(bound / target) if 0.0 < bound <= math.inf else math.nan
 
 
 _NEAR_ROOT = 0.01     # from a probe within this of the target in log ε: the chord on log ε
