@@ -139,3 +139,18 @@ def test_orders_without_a_finite_bound_say_so():
     text = show(result, 80)
     assert "no bound" in text
     assert "inf" not in text.lower()
+
+
+def test_a_fallback_answer_lists_its_method_once():
+    # the PLD could not certify: the answer is RDP's, and RDP's comparison row repeated it
+    # ("rdp 0.5361 same") under the answer's own "rdp 0.5361" row
+    import dataclasses
+
+    fallback = dataclasses.replace(
+        DPSGD, method="rdp", value=0.5361, bounds=None,
+        comparison=(Comparison("rdp", 0.5361, "Mironov, Talwar & Zhang 2019"),
+                    Comparison("moments", 9.3581, "Abadi et al. 2016")),
+        notes=("the PLD grid cannot certify this δ; the answer is the RDP accountant's",))
+    lines = show(fallback, 80).splitlines()
+    assert sum(line.split()[:1] == ["rdp"] for line in lines) == 1
+    assert sum(line.split()[:1] == ["moments"] for line in lines) == 1

@@ -235,6 +235,8 @@ def _comparison(result: Result, console) -> None:
              result.reference)]
     footnotes: list[str] = []
     for row in result.comparison:
+        if row.method == result.method and row.value == result.value and not row.note:
+            continue      # the answer's own row (a fallback answers with a compared method)
         shown = "n/a" if row.value is None else outward(row.value, DIGITS, result.direction)
         ratio = "" if row.value is None else _ratio(row.value, result.value)
         method = row.method
