@@ -71,7 +71,8 @@ class EpsDelta:
         return lo, hi
 
     def support(self, direction: str, log_eta: float) -> tuple[float, float]:
-        return -self.eps - 0.5, self.eps + 0.5      # sizes the grid only (atoms inside)
+        pad = min(0.5, max(0.25 * self.eps, 1e-3))    # sizes the grid only (atoms inside)
+        return -self.eps - pad, self.eps + pad
 
     def quadrature(self, direction: str, lam: float, density: float, nmin: int,
                    log_eta_top: float | None):

@@ -24,8 +24,10 @@ Method.
     decisions checked against the ℓ∞ error bound so they hold for the exact vector too).
   * Exponential tilting: vectors hold p_j·e^{λℓ_j − k·c} (k steps, c the one-step log-MGF on
     the grid), λ from a Chernoff-type bound so that the tilted law is centred where δ(ε)
-    comes from.  Absolute errors in tilted units are relative errors near ε: δ is certified
-    far below the FFT round-off level (1e-300, e^{−2000}: log space throughout).
+    comes from (a Gaussian guess, then Newton to the optimum, unless the quadrature's nodes
+    cannot carry it; an entry point that fails after a grown λ runs again at the guess).
+    Absolute errors in tilted units are relative errors near ε: δ is certified far below
+    the FFT round-off level (1e-300, e^{−2000}: log space throughout).
   * A plan of several items (pair_i, n_i): one tilt λ minimises Σ n_i·K_i(λ) + log C_λ −
     λε; item i is discretised on the lattice h_base·2^{k_i} (its own resolution, a power of
     two apart), composed n_i times, and the items are convolved on the coarser grid; T·c
@@ -37,7 +39,8 @@ Error analysis (each term and its side).  [GLW21, Thm 5.5] budgets the discretis
 of a mean-preserving grid; here domination removes that term, and the budget only covers:
   1. Discretisation: none on either side (domination / post-processing, as above).
   2. One-step tails: mass above the grid → +∞ (pessimistic; Σ n·p∞ ≤ 1% of tol·δ is added to
-     δ) or lowered/dropped (optimistic).  Mass below the grid: raised (pessimistic) or,
+     δ) or lowered/dropped (optimistic; a one-step PLD with no certified bucket at all is
+     left out, and the lower end stays trivial).  Mass below the grid: raised (pessimistic) or,
      when cut at a tilted quantile, dropped with its tilted mass bounded by a Riemann upper
      sum and added to the error term; dropped (optimistic).
   3. Closed-form tails: erfc (assumed ≤ 1e-15 relative, checked against mpmath in the

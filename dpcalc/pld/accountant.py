@@ -29,6 +29,7 @@ from dpcalc.pld.compose import (
 )
 from dpcalc.pld.eps_search import _eps_core, _plans_eps
 from dpcalc.pld.pair import DominatingPair
+from dpcalc.pld.plan import tilt_retry
 from dpcalc.pld.pmf import _SPLIT_NOISE_FITTED
 
 __all__ = ["Profile", "certify_epsilon", "epsilon_bounds", "epsilon_curve", "epsilon_upper",
@@ -123,6 +124,7 @@ def epsilon_curve(pair: DominatingPair, steps_list, log_delta: float, tolerance:
     return _eps_core(pair, list(steps_list), float(log_delta), float(tolerance), fixed)
 
 
+@tilt_retry
 def log_delta_bounds(items: Sequence[tuple[DominatingPair, int]], epsilon: float,
                      tolerance: float = 1e-3) -> tuple[float, float]:
     """Certified bracket (log lower, log upper) on δ(ε) of a plan (any real ε).
@@ -157,6 +159,7 @@ def log_delta_bounds(items: Sequence[tuple[DominatingPair, int]], epsilon: float
     return last
 
 
+@tilt_retry
 def certify_epsilon(items: Sequence[tuple[DominatingPair, int]], log_delta: float,
                     epsilon: float) -> bool | None:
     """Decide whether a plan is (ε, δ)-DP: True (certainly δ(ε) ≤ δ), False (certainly not)
@@ -205,6 +208,7 @@ def _sides_log_delta_many(finals, grid: np.ndarray) -> tuple[np.ndarray, np.ndar
     return lo, up
 
 
+@tilt_retry
 def log_delta_profile(items: Sequence[tuple[DominatingPair, int]], epsilons,
                       tolerance: float = 1e-3, focus: float | None = None,
                       log_delta_floor: float = -30.0) -> tuple[np.ndarray, np.ndarray]:
@@ -294,6 +298,7 @@ class Profile:
     questions read one composition many times.
     """
 
+    @tilt_retry
     def __init__(self, items: Sequence[tuple[DominatingPair, int]], log_delta: float = -11.5,
                  tolerance: float = 1e-3):
         _check_tol(tolerance)

@@ -138,9 +138,12 @@ def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
             if math.ldexp(h_base, ks[pess]) != side.h0:
                 raise PLDUncertifiable("item grids are not on one lattice")
         made.append((by_side, ks))
+    # a side that some item could not build (an empty optimistic one-step PLD) is left out
+    built = [pess for pess in sides if all(pess in by_side for by_side, _ in made)]
     var_sides, k_var = made[-1]
+    var_sides = {pess: var_sides[pess] for pess in built}
     combiners, prods, totals = {}, {}, {}
-    for pess in sides:
+    for pess in built:
         side0 = var_sides[pess]
         eng = _Engine(None, h_base, plan.lam, pess, t_max, plan.tau, nwin=plan.nwin)
         prod = None

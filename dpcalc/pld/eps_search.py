@@ -26,7 +26,7 @@ from dpcalc.pld.compose import (
     _pairs,
     _tau,
 )
-from dpcalc.pld.plan import _best_lambda, _Plan
+from dpcalc.pld.plan import _best_lambda, _Plan, tilt_retry
 from dpcalc.pld.pmf import _SPLIT_NOISE_FITTED, _SPLIT_NOISE_GUESSED
 
 # first-pass curves are read for their shape: tilts within this factor share a group
@@ -280,6 +280,7 @@ def _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans, log_
     return best
 
 
+@tilt_retry
 def _eps_core(pair, steps_list, log_delta, tolerance, fixed=(), quick=False,
               stop_above=math.inf, for_solve=False):
     out = [None] * len(steps_list)

@@ -9,7 +9,9 @@ carry < _TIER_LEVELS[k].  One-step PLDs: connect-the-dots [DGKKM22, Alg. 1] and 
 
 from __future__ import annotations
 
+import functools
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -70,29 +72,101 @@ def _cgf(pair: DominatingPair, direction: str, lam: float,
 
 
 _LAMBDA_CACHE: dict = {}
+# λ stops growing towards a root still ahead (_best_lambda_uncached) when the tilted mean
+# is within _HEADROOM tilted standard deviations of the top quadrature node, the tilted
+# variance has fallen below _VAR_COLLAPSE of the guess's, or (a target ε) the Chernoff bound
+# on δ is already below e^_GROW_LOG_DELTA_MIN
+_HEADROOM = 3.0
+_VAR_COLLAPSE = 1e-2
+_GROW_LOG_DELTA_MIN = -700.0
+# the largest tilt (a guess is clamped to it, growth stops at 10×): for a target δ (ε
+# questions) the optimum can lie far out (one step of q 1e-6, σ 2000 at δ 1e-60: λ 1.1e8,
+# ε within 0.8 % of the exact 7.46e-9 where λ ≤ 1e6 gave 2.5e-4); for a target ε, tilts
+# beyond 1e5 made δ brackets vacuous (random cases 35, 50, 79, 86 of the issue-14 sample)
+_LAM_MAX_DELTA = 1e12
+_LAM_MAX_EPS = 1e5
+# whether a tilt may grow past its Gaussian guess towards the Chernoff optimum, and the flag
+# raised when one did (read by tilt_retry)
+_GROW: ContextVar[bool] = ContextVar("dpcalc_pld_tilt_grow", default=True)
+_GREW: ContextVar[list | None] = ContextVar("dpcalc_pld_tilt_grew", default=None)
+
+
+def tilt_retry(fn):
+    """An engine entry point that, when it raises PLDUncertifiable after some tilt grew past
+    its Gaussian guess, runs again with every tilt kept at its guess (heuristics only: any λ
+    is sound).  A grown tilt is the Chernoff optimum, far tighter where the guess is poor
+    (random case 2 of the issue-14 sample: ε's upper end 1.0e-3 -> 9.3e-8), but it reaches
+    tilts the guesses never asked of the grids; should one fail, the answer is never worse
+    than the guess's (a safety net: q 1e-3, σ 50, one step at δ 1e-100 needed it until an
+    empty optimistic one-step PLD was left out instead of failing)."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if not _GROW.get():
+            return fn(*args, **kwargs)
+        outer, flag = _GREW.get(), [False]
+        token = _GREW.set(flag)
+        try:
+            return fn(*args, **kwargs)
+        except PLDUncertifiable:
+            if not flag[0]:
+                raise
+        finally:
+            _GREW.reset(token)
+            if outer is not None and flag[0]:
+                outer[0] = True
+        token = _GROW.set(False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _GROW.reset(token)
+    return run
 
 
 def _best_lambda(items, direction: str, log_delta: float | None = None,
                  eps: float | None = None, log_eta_top: float | None = None):
     """Cached _best_lambda_uncached; items = ((pair, n), ...)."""
-    key = (tuple((p.key(), n) for p, n in items), direction, log_delta, eps, log_eta_top)
+    grow = _GROW.get()
+    key = (tuple((p.key(), n) for p, n in items), direction, log_delta, eps, log_eta_top, grow)
     hit = _LAMBDA_CACHE.get(key)
     if hit is None:
         if len(_LAMBDA_CACHE) > 4096:
             _LAMBDA_CACHE.clear()
         hit = _LAMBDA_CACHE[key] = _best_lambda_uncached(tuple(items), direction, log_delta,
-                                                         eps, log_eta_top)
-    return hit
+                                                         eps, log_eta_top, grow)
+    lam, per, grew = hit
+    flag = _GREW.get()
+    if grew and flag is not None:
+        flag[0] = True
+    return lam, per
+
+
+def _saturated(items, direction: str, lam: float, per, log_eta_top,
+               eps: float | None = None) -> bool:
+    """Whether the quadrature's nodes at λ cannot carry a tilt towards the root: for a target
+    ε, the top nodes sum (Σ n·top) to at most ε, so T·K' never reaches it; or some item's
+    tilted law (mean K', variance K'' in per) lies within _HEADROOM tilted standard
+    deviations of its top node, that node well below the loss's hard upper edge (at the edge
+    itself, a bounded loss, the law is resolved)."""
+    reach = 0.0
+    hit = False
+    for (pair, n), (_, m1, m2) in zip(items, per, strict=True):
+        d = _pd(pair, direction)
+        top = float(pair.quadrature(d, lam, 10.0, 600, log_eta_top)[0].max())
+        reach += n * top
+        room = _HEADROOM * math.sqrt(m2)
+        hit = hit or (top - m1 < room and top < pair.loss_bounds(d)[1] - room)
+    return hit or (eps is not None and reach <= eps)
 
 
 def _best_lambda_uncached(items, direction: str, log_delta: float | None,
-                          eps: float | None, log_eta_top: float | None):
+                          eps: float | None, log_eta_top: float | None, grow: bool = True):
     """Tilt λ > 0 minimising the Chernoff-type bound: for a target δ the ε-bound
     (T·K(λ) + log C_λ − log δ)/λ, for a target ε the δ-bound T·K(λ) − λε + log C_λ.  Both
     are convex in the sense that their stationarity function g below is increasing in λ:
     a bracket by doubling from a Gaussian guess, then safeguarded Newton.  The tilted
     composed law is then centred near the ε of interest.  T·K is Σ_i n_i·K_i over the items
-    (pair, n) of a plan.  Returns (λ, [(K_i, K_i', K_i'') per item])."""
+    (pair, n) of a plan.  Returns (λ, [(K_i, K_i', K_i'') per item], whether λ grew past
+    the guess); with grow False a guess below the root is kept (see tilt_retry)."""
     def total(per, j):
         acc = items[0][1] * per[0][j]
         for (_, n), v in zip(items[1:], per[1:], strict=True):
@@ -109,7 +183,7 @@ def _best_lambda_uncached(items, direction: str, log_delta: float | None,
         else:
             g = tk1 - eps + dlc
             gp = tk2 + d2lc
-        return g, gp, per
+        return g, gp, per, tk2
 
     per0 = [_cgf(p, direction, 0.0, log_eta_top) for p, _ in items]
     per0 = [(k, m, max(v, 1e-300)) for k, m, v in per0]
@@ -120,21 +194,44 @@ def _best_lambda_uncached(items, direction: str, log_delta: float | None,
         guess = (eps / steps - m0) / v0
     else:
         guess = (eps - total(per0, 1)) / total(per0, 2)
-    lam = min(max(guess, 1e-3), 1e5)
+    lam_max = _LAM_MAX_DELTA if eps is None else _LAM_MAX_EPS
+    lam = lam0 = min(max(guess, 1e-3), lam_max)
     lo_l, hi_l = 0.0, math.inf
-    g, gp, kk = stationarity(lam)
+    g, gp, kk, var0 = stationarity(lam)
     for _ in range(200):
         if g < 0:
             lo_l = lam
         else:
             hi_l = lam
-        if abs(g) <= 1e-10 * (1.0 + abs(gp) * lam) or hi_l - lo_l <= 1e-12 * hi_l:
+        # (an unbounded bracket is not a converged one: inf − lo ≤ 1e-12·inf held, and
+        # every guess below the root was kept as it was)
+        if abs(g) <= 1e-10 * (1.0 + abs(gp) * lam) or hi_l - lo_l <= 1e-12 * hi_l < math.inf:
             break
         if not math.isfinite(hi_l):
+            if not grow or (eps is not None and total(kk, 0) - lam * eps
+                            + _log_c_lambda(lam) < _GROW_LOG_DELTA_MIN):
+                # (a δ whose Chernoff bound is already far below the double range needs
+                # no tighter tilt: q 7e-6, σ 15, 26537 steps at ε 0.027 took 7 s at 4e5,
+                # for e^-5336 in place of e^-2721)
+                break
             nxt = lam * 2.0 if not (gp > 0 and math.isfinite(gp)) else \
                 min(lam * 4.0, max(lam * 1.01, lam - g / gp))
-            if nxt > 1e6:
+            if nxt > 10.0 * lam_max:
                 break
+            g1, gp1, kk1, var1 = stationarity(nxt)
+            if g1 < 0 and (var1 < _VAR_COLLAPSE * var0
+                           or _saturated(items, direction, nxt, kk1, log_eta_top, eps)):
+                # the tilted law sits on the top of the quadrature's nodes with the root
+                # still ahead: the nodes no longer see the tail that would carry it (q 0.77,
+                # σ 67, add direction: T·K' levels off below ε), and the grid built for a
+                # larger λ is empty.  Keep the last λ that the nodes still resolve.  So does
+                # a tilted variance collapsed below 1 % of the guess's, and nodes that end
+                # below the root: the +∞ cut drops the tail that would carry it (q 2.8e-7,
+                # σ 5.5, 6 steps at ε 0.046: the nodes sum to 1.3e-5, λ ran from 1e5 to 4e5
+                # and δ's upper end rose from e^-1569 to e^-82)
+                break
+            lam, g, gp, kk = nxt, g1, gp1, kk1
+            continue
         elif lo_l == 0.0 and g > 0:
             nxt = lam / 2.0 if not gp > 0 else max(lam / 4.0, min(lam * 0.99, lam - g / gp))
             if nxt < 1e-8:
@@ -144,8 +241,8 @@ def _best_lambda_uncached(items, direction: str, log_delta: float | None,
             if not lo_l < nxt < hi_l:
                 nxt = 0.5 * (lo_l + hi_l)
         lam = nxt
-        g, gp, kk = stationarity(lam)
-    return lam, kk
+        g, gp, kk, _ = stationarity(lam)
+    return lam, kk, lam > lam0
 
 
 def _tilted_quantiles(pair: DominatingPair, direction: str, lams, deep: float = 1e-30,
@@ -417,6 +514,11 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
             (lp, lr), lpi = got, -math.inf
         la = lp + lam * ell
         c = _logsumexp(la)
+        if not math.isfinite(c) and not pess:
+            # no bucket certainly at or above its grid value (q 0.3, σ 20, one step far in
+            # the tail): the optimistic side is left out, as the gate leaves it out, and
+            # the lower end stays at its trivial value; the upper end needs only the other
+            continue
         if not math.isfinite(c):
             raise PLDUncertifiable("empty one-step PLD")
         with np.errstate(invalid="ignore", over="ignore"):
