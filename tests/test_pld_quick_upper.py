@@ -291,3 +291,19 @@ def test_inputs_one_ulp_apart_give_the_same_bound():
     b = pld.epsilon_bounds(q, math.nextafter(1.169, 0.0), steps, log_delta)
     assert b[1] == pytest.approx(a[1], rel=1e-9)
     assert b[0] == pytest.approx(a[0], rel=1e-9)
+
+
+def test_an_upper_only_pass_builds_no_optimistic_grid(monkeypatch):
+    # the quick bound composes pessimistic sides only; its one-step build also merged the
+    # optimistic buckets (a third of a two-step probe's time far in the tail), then dropped
+    # them
+    from dpcalc.pld import plan
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an optimistic grid was built")
+
+    quick = pld.epsilon_upper(6.362e-5, 3.3, 2, math.log(4.292e-284))
+    monkeypatch.setattr(plan, "_bucket_level0", refuse)
+    assert pld.epsilon_upper(6.362e-5, 3.3, 2, math.log(4.292e-284)) == quick
+    with pytest.raises(AssertionError, match="optimistic grid"):
+        pld.epsilon_bounds(6.362e-5, 3.3, 2, math.log(4.292e-284))

@@ -501,7 +501,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         if True in sides:
             grids[True] = (h_s, off, j_lo, j_hi, jpos, ell,
                            _ctd_level0(ell, t_full, direction == "remove", drop), drop)
-        if False not in grids:
+        if False in sides and False not in grids:     # (an upper-only pass builds none)
             grids[False] = (h_s, off, j_lo, j_hi, jpos, ell, _bucket_level0(ell, t_half))
     out = {}
     for pess in sides:
