@@ -69,12 +69,16 @@ def test_delta_at_epsilon_zero_is_the_pld_bracket(q, sigma):
 
 @pytest.mark.parametrize("q, sigma, log_delta, before, within", [
     (1e-6, 2000.0, math.log(1e-60), 1.03e-3, 1.01),
-    (1e-4, 300.0, -200.0, 1.64e-3, 1.1),
+    (1e-4, 300.0, -200.0, 1.64e-3, 1.001),
     (1e-5, 1e4, -100.0, 6.4e-4, 1.01),
+    (1e-6, 2000.0, -1000.0, 9.6e-3, 1.005),
+    (1e-4, 300.0, -1000.0, 9.6e-3, 1.001),
 ])
 def test_single_step_far_tail_is_bracketed_and_tight(q, sigma, log_delta, before, within):
     # the guess was clamped at λ = 1e5 and kept: ε's upper end was 1e5 times the exact
-    # value (1e-8 to 1e-5); the grown tilt (1e6 to 2e9) brackets it within 1-10 %
+    # value (1e-8 to 1e-5); the grown tilt (1e6 to 2e9) brackets it within 0.5 %, with the
+    # dropped lower tail's Riemann sum on steps of 1/λ (on steps of span/20000 the bound
+    # was e^385 to e^4333 loose at these tilts and the upper ends 9 to 35 % high: review)
     exact = _eps_one_step(q, sigma, log_delta)
     lo, up = epsilon_bounds([(SubsampledGaussian(q, sigma), 1)], log_delta)
     assert lo <= exact <= up <= within * exact < before
@@ -186,3 +190,22 @@ def test_an_empty_optimistic_side_leaves_the_upper_end():
     # an (ε, δ) = (0, 0) point, the identity
     lo, up = epsilon_bounds([(sg, 1), (EpsDelta(0.0, -math.inf), 1)], -300.0)
     assert lo <= exact <= up <= exact * (1 + 1e-4)
+
+
+def test_the_dropped_lower_tail_bound_is_tight_at_large_tilts():
+    # E_P[e^{λL}; L ≤ ℓ0] of one remove step (q 1e-4, σ 300) at λ = 1e6, against mpmath:
+    # an upper bound, within the Riemann sum's e^{λΔ} = e (it was e^385+ above at λ ≥ 1e8)
+    q, sigma, lam, ell0 = 1e-4, 300.0, 1e6, 5e-6
+    sg = SubsampledGaussian(q, sigma)
+    got = P._log_tilted_below(sg, "remove", ell0, lam, -1.0)
+    with mp.workdps(50):
+        s = mp.mpf(sigma)
+
+        def integrand(x):      # e^{λL(x)} × the P-density (the mixture)
+            ell = mp.log(1 - q + q * mp.exp((2 * x - 1) / (2 * s ** 2)))
+            dens = (1 - q) * mp.npdf(x, 0, s) + q * mp.npdf(x, 1, s)
+            return mp.exp(lam * ell) * dens
+
+        x0 = s ** 2 * mp.log((mp.exp(ell0) - 1 + q) / q) + mp.mpf(1) / 2    # L(x0) = ℓ0
+        exact = float(mp.log(mp.quad(integrand, [-mp.inf, -40 * s, 0, x0 - 10 * s, x0])))
+    assert exact <= got <= exact + 1.0 + 1e-9
