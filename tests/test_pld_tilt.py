@@ -18,7 +18,7 @@ from dpcalc.mechanisms.eps_delta import EpsDelta
 from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
 from dpcalc.pld import PLDUncertifiable
 from dpcalc.pld import plan as P
-from dpcalc.pld.accountant import epsilon_bounds, log_delta_bounds
+from dpcalc.pld.accountant import Profile, epsilon_bounds, log_delta_bounds, log_delta_profile
 from tests.cli_helpers import run
 
 
@@ -161,10 +161,19 @@ def test_points_whose_delta_dominates_a_plan():
     exact = math.log(-math.expm1(10 * math.log1p(-1e-9)))
     lo, up = log_delta_bounds([(point, 10)], 1.0)
     assert exact <= up <= exact + 1e-3
+    # the lower end is the mass at +∞ (it was -inf: the optimistic side drops that mass)
+    assert exact - 1e-9 <= lo <= exact
     # with a subsampled Gaussian (δ 1.3e-10 at ε 0.9 alone) the plan's δ stays near 1e-8
     sg = SubsampledGaussian(1e-6, 0.5)
     lo, up = log_delta_bounds([(sg, 1_000_000), (point, 10)], 1.0)
     assert exact <= up <= math.log(1.02e-8)
+    assert exact - 1e-9 <= lo <= up                     # it was e^-23.3 (7.6e-11)
+    # the same from one composition read at many ε (Profile, log_delta_profile)
+    prof = Profile([(point, 10)], math.log(1e-8))
+    assert exact - 1e-9 <= prof.log_delta_bounds(1.0)[0] <= exact
+    assert all(exact - 1e-9 <= v <= exact for v in prof.log_delta_many([0.5, 1.0, 2.0])[0])
+    lo, up = log_delta_profile([(point, 10)], [0.5, 1.0])
+    assert all(exact - 1e-9 <= v <= u for v, u in zip(lo, up, strict=True))
 
 
 def test_cli_delta_at_epsilon_zero_is_the_pld_answer(capsys):

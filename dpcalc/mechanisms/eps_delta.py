@@ -70,6 +70,10 @@ class EpsDelta:
         hi = self.eps * (1 + 1e-12) + 1e-300 if self.ld == -math.inf else math.inf
         return lo, hi
 
+    def log_mass_at_infinity(self, direction: str) -> float:
+        """log P(L = +∞) = log δ, exactly (the atom of P that Q does not have) [KOV15]."""
+        return self.ld
+
     def support(self, direction: str, log_eta: float) -> tuple[float, float]:
         pad = min(0.5, max(0.25 * self.eps, 1e-3))    # sizes the grid only (atoms inside)
         return -self.eps - pad, self.eps + pad

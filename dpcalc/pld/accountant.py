@@ -61,6 +61,26 @@ def _split(items):
     return pair, n, tuple(items[:i] + items[i + 1:])
 
 
+def _log_inf_mass(items) -> float:
+    """A lower bound on log δ(ε) at every ε: the composition's P-mass at +∞, the larger over
+    the directions, from the pairs that state theirs (``log_mass_at_infinity``, an (ε, δ)
+    point's δ [KOV15]): one item at +∞ puts the sum there, so the mass is 1 − Π(1 − p_i)^n_i,
+    and each unit of it adds 1 to δ(ε) = E_P[(1 − e^{ε−L})_+].  −inf when none states one.
+    Rounded down by a relative 1e-12 (a few roundings of log1p, exp, expm1, log)."""
+    best = -math.inf
+    for d in _directions([p for p, _ in items]):
+        log_none = 0.0                     # log Π(1 − p_i)^n_i
+        for pair, n in items:
+            get = getattr(pair, "log_mass_at_infinity", None)
+            lp = get("remove" if pair.symmetric else d) if get is not None else -math.inf
+            if lp > -math.inf:
+                log_none += n * math.log1p(-math.exp(lp))
+        if log_none < 0.0:
+            v = math.log(-math.expm1(log_none))
+            best = max(best, v - 1e-12 * (1.0 + abs(v)))
+    return best
+
+
 def _check_tol(tolerance):
     if (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
             or not 0.0 < tolerance < 1.0):
@@ -142,9 +162,11 @@ def log_delta_bounds(items: Sequence[tuple[DominatingPair, int]], epsilon: float
     pair, n, fixed = _split(items)
     tol = float(tolerance)
     n_pass = [0]
+    linf = _log_inf_mass(_canonical(items))
 
     def next_rho(rho, lo, up):
         n_pass[0] += 1
+        lo = max(lo, linf)
         w = 1.0 - math.exp(lo - up) if up > -math.inf else 0.0
         if w <= tol or rho <= _RHO_MIN or n_pass[0] >= 6:
             return None
@@ -156,7 +178,7 @@ def log_delta_bounds(items: Sequence[tuple[DominatingPair, int]], epsilon: float
         last = (lo, up)
     if last is None or not last[1] <= 0.0:
         raise PLDUncertifiable("no certified δ bracket at this resolution")
-    return last
+    return max(last[0], min(linf, last[1])), last[1]
 
 
 @tilt_retry
@@ -277,7 +299,7 @@ def log_delta_profile(items: Sequence[tuple[DominatingPair, int]], epsilons,
         rho = _next_rho(rho, tol, width)
     if not done or not np.all(best_up <= 0.0):
         raise PLDUncertifiable("no certified δ bracket at this resolution")
-    return best_lo, best_up
+    return np.maximum(best_lo, np.minimum(_log_inf_mass(_canonical(items)), best_up)), best_up
 
 
 def loss_variance(items: Sequence[tuple[DominatingPair, int]]) -> float:
@@ -310,6 +332,8 @@ class Profile:
                            n + sum(k for _, k in fixed))
         self._finals: dict = {}
 
+        self._linf = _log_inf_mass(self.items)
+
         def keep(i, finals):
             self._finals.update(finals)
 
@@ -325,12 +349,13 @@ class Profile:
                 up = max(up, v)
             else:
                 lo = max(lo, v)
-        return lo, up
+        return max(lo, min(self._linf, up)), up
 
     def log_delta_many(self, epsilons) -> tuple[np.ndarray, np.ndarray]:
         """(log lower, log upper) arrays on δ at many ε, vectorised (_Final.log_delta_many)."""
         grid = np.asarray([float(e) for e in epsilons], dtype=float)
-        return _sides_log_delta_many(self._finals, grid)
+        lo, up = _sides_log_delta_many(self._finals, grid)
+        return np.maximum(lo, np.minimum(self._linf, up)), up
 
     def delta_bounds(self, epsilons) -> list[tuple[float, float]]:
         """log_delta_bounds at each ε of a list."""

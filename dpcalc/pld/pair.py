@@ -63,6 +63,11 @@ Contract of each method (`direction` is "remove" or "add"; arrays are float64 nu
     of the nodes; the engine sorts when it needs monotone losses.  Accuracy matters only
     for speed and tightness: every choice made from it is sound.
 
+``log_mass_at_infinity(direction) -> float`` (optional)
+    A lower bound on log P(L = +∞) (absent: none claimed).  δ(ε) is at least the
+    composition's mass at +∞ at every ε: it lifts lower ends where the finite losses cannot
+    reach ε (an (ε, δ) point's δ).  Only lower ends read it.
+
 ``symmetric: bool``
     True when the "add" PLD equals the "remove" one (Gaussian, Laplace, q = 1).
 
