@@ -218,3 +218,17 @@ def test_the_dropped_lower_tail_bound_is_tight_at_large_tilts():
         x0 = s ** 2 * mp.log((mp.exp(ell0) - 1 + q) / q) + mp.mpf(1) / 2    # L(x0) = ℓ0
         exact = float(mp.log(mp.quad(integrand, [-mp.inf, -40 * s, 0, x0 - 10 * s, x0])))
     assert exact <= got <= exact + 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("eps", [5.0, 7.0, 10.0])
+def test_far_below_the_double_range_the_dropped_tail_still_bounds(eps):
+    # q = 1 (a Gaussian, μ = 1/41.18) far in the tail: δ(7) = e^-41559.  Steps of 1/λ for
+    # 20000 steps lumped the rest at e^{λℓ0 − 20000}, far above the tilted mass near ℓ0
+    # (P(L > ℓ0) ≈ e^-36000), so the bound exceeded e^700 and the plan answered exit 3
+    # (review: helper-32); the coarse sum (steps span/20000) bounds it within e^7
+    mu = 1 / 41.18
+    with mp.workdps(50):
+        e, m = mp.mpf(eps), mp.mpf(mu)
+        exact = float(mp.log(mp.ncdf(-e / m + m / 2) - mp.exp(e) * mp.ncdf(-e / m - m / 2)))
+    lo, up = log_delta_bounds([(SubsampledGaussian(1.0, 41.18), 1)], eps)
+    assert lo <= exact <= up <= exact + 1e-3 * abs(exact)
