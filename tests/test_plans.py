@@ -266,3 +266,35 @@ def test_record_errors_show_numbers_as_written_and_cap_compositions(records, mes
     proc = dpcalc("compose", "--from", "-", "--total-delta", "1e-5",
                   stdin=json.dumps(records))
     assert proc.returncode == 2 and proc.stderr.strip() == message
+
+
+def _exit_and_error(records, *args):
+    out = dpcalc("compose", "--from", "-", *args, stdin=json.dumps(records))
+    return out.returncode, out.stderr.strip()
+
+
+def test_total_delta_zero_is_the_sum_of_pure_losses():
+    # δ = 0: ε is the sum of the losses' hard upper edges (it was exit 2, "log_delta must
+    # be finite and < 0, got -inf"; helper-32); the comparison rows compose the same points
+    lap = [{"mechanism": "laplace", "scale": 2, "count": 3}, {"epsilon": 0.5, "delta": 0}]
+    got = plan_json(lap, "--total-delta", "0")
+    assert 2.0 <= got["value"] <= 2.0 * (1 + 1e-11)
+    rows = {row["method"]: row["total_epsilon"] for row in got["comparison"]}
+    assert 2.0 <= rows["basic"] <= 2.0 * (1 + 1e-11)
+    # an unbounded loss (a Gaussian; a point with δ > 0) meets δ = 0 at no ε: exit 1
+    for records in ([{"mechanism": "gaussian", "sigma": 2}],
+                    [{"mechanism": "gaussian", "sigma": 2}, {"epsilon": 1, "delta": 1e-6}]):
+        code, err = _exit_and_error(records, "--total-delta", "0")
+        assert code == 1 and "δ = 0 needs pure DP" in err and "\n" not in err
+
+
+def test_total_delta_below_the_points_mass_at_infinity_is_infeasible():
+    # 10 × (1, 1e-6) spend δ ≥ 1 − (1 − 1e-6)^10 at every ε: --total-delta 1e-9 is met by
+    # no ε; with a Gaussian beside them it was exit 3 ("the error budget exceeds δ at
+    # every ε"), with the points alone exit 1 (helper-32)
+    points = {"epsilon": 1, "delta": 1e-6, "count": 10}
+    for records in ([points], [points, {"mechanism": "gaussian", "sigma": 3}]):
+        code, err = _exit_and_error(records, "--total-delta", "1e-9")
+        assert code == 1 and "records spend at any ε" in err
+    got = plan_json([points, {"mechanism": "gaussian", "sigma": 3}], "--total-delta", "1e-4")
+    assert math.isfinite(got["value"])

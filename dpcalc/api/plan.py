@@ -231,14 +231,24 @@ class _Plan:
     def epsilon(self, log_td: float, fill=None):
         """(upper bound on total ε, bracket or None when exact)."""
         items = self.items(fill)
+        from dpcalc.pld import accountant
+
+        if log_td == -math.inf:
+            # δ = 0: the sum of the losses' hard upper edges, or no ε at all (exit 1)
+            top = accountant.epsilon_at_delta_zero(items)
+            if top == math.inf:
+                raise InfeasibleError("no total ε meets --total-delta 0: a record's privacy "
+                                      "loss is unbounded (δ = 0 needs pure DP)")
+            return top, None
         if self.gaussian:
             from dpcalc.relations import gaussian as grel
 
             s = _gaussian_sigma_eff(items)
             return solve_unknown(TOTAL_EPSILON,
                                  lambda e: grel.analytic_log_delta(s, e) <= log_td), None
-        from dpcalc.pld import accountant
-
+        if log_td < accountant.log_mass_at_infinity(items):
+            raise InfeasibleError("no total ε meets --total-delta: it is below the δ the "
+                                  "records spend at any ε (1 − Π(1 − δ_i))")
         lo, up = _certified(lambda: accountant.epsilon_bounds(items, log_td, self.tol))
         return up, (lo, up)
 
@@ -259,9 +269,9 @@ class _Plan:
         upper bound that the forward question reports (so a solved number round-trips)."""
         try:
             self.items(fill)
-        except DomainError:
+            return self.epsilon(log_td, fill)[0] <= te
+        except (DomainError, InfeasibleError):
             return False
-        return self.epsilon(log_td, fill)[0] <= te
 
 
 def _certified(fn):
@@ -412,7 +422,8 @@ def _points(plan: _Plan, recs: list[_Rec], td, share: int, stated: bool) -> list
         # an equal share, rounded down so that the shares sum to at most the total
         d_i = float(td) / (share * len(recs)) * (1.0 - 1e-12)
         one = _Plan([r], plan.tol)
-        out.append({"epsilon": one.epsilon(math.log(d_i))[0], "delta": d_i})
+        out.append({"epsilon": one.epsilon(math.log(d_i) if d_i > 0 else -math.inf)[0],
+                    "delta": d_i})
     return out
 
 

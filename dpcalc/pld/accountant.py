@@ -32,8 +32,9 @@ from dpcalc.pld.pair import DominatingPair
 from dpcalc.pld.plan import tilt_retry
 from dpcalc.pld.pmf import _SPLIT_NOISE_FITTED
 
-__all__ = ["Profile", "certify_epsilon", "epsilon_bounds", "epsilon_curve", "epsilon_upper",
-           "log_delta_bounds", "log_delta_profile", "loss_variance"]
+__all__ = ["Profile", "certify_epsilon", "epsilon_at_delta_zero", "epsilon_bounds",
+           "epsilon_curve", "epsilon_upper", "log_delta_bounds", "log_delta_profile",
+           "log_mass_at_infinity", "loss_variance"]
 
 
 def _canonical(items) -> list[tuple[DominatingPair, int]]:
@@ -59,6 +60,22 @@ def _split(items):
     i = max(range(len(items)), key=lambda j: (items[j][1], -j))
     pair, n = items[i]
     return pair, n, tuple(items[:i] + items[i + 1:])
+
+
+def epsilon_at_delta_zero(items: Sequence[tuple[DominatingPair, int]]) -> float:
+    """ε(0) of a plan: the larger direction's Σ n·sup L (the pairs' hard upper edges, exact
+    or outward, rounded up), inf when a loss is unbounded (δ = 0 is met by no ε then)."""
+    items = _canonical(items)
+    top = 0.0
+    for d in _directions([p for p, _ in items]):
+        tot = math.fsum(n * p.loss_bounds("remove" if p.symmetric else d)[1] for p, n in items)
+        top = max(top, math.nextafter(tot * (1 + 1e-15), math.inf) if tot < math.inf else tot)
+    return top
+
+
+def log_mass_at_infinity(items: Sequence[tuple[DominatingPair, int]]) -> float:
+    """_log_inf_mass of a plan (its items validated and merged)."""
+    return _log_inf_mass(_canonical(items))
 
 
 def _log_inf_mass(items) -> float:
