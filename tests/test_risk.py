@@ -283,3 +283,18 @@ def test_risk_json_matches_schema(capsys, args):
     assert r.code == 0, r.err
     jsonschema.Draft202012Validator(schema).validate(json.loads(r.out))
     assert "risk" in json.loads(r.out)
+
+
+@pytest.mark.parametrize("tpr, fpr, steps", [(0.997, 0.0691, 1), (0.5, 0.01, 4)])
+def test_tpr_target_sigma_at_q_one_is_the_gaussian_minimum(capsys, tpr, fpr, steps):
+    # q = 1, T steps is one Gaussian with μ = √T/σ: the smallest σ meeting TPR ≤ T at FPR α
+    # is √T/(Φ⁻¹(T) − Φ⁻¹(α)) [DRS19, Eq 6].  ε* was placed once, at the CLT start: σ 0.324
+    # where the minimum is 0.2364 (helper-32); placed again at each answer it converges
+    with mpmath.workdps(40):
+        exact = float(mpmath.sqrt(steps) / (mpmath.sqrt(2) * (mpmath.erfinv(2 * tpr - 1)
+                                                              - mpmath.erfinv(2 * fpr - 1))))
+    out = run(capsys, "dpsgd", "--q", "1", "--steps", str(steps), "--tpr", str(tpr),
+              "--fpr", str(fpr), "--value")
+    assert out.code == 0
+    sigma = float(out.out)
+    assert exact <= sigma <= exact * (1 + 2e-3)

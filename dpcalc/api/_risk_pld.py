@@ -42,13 +42,29 @@ def focus(mu: float, alpha: float) -> float:
     return abs(mu * z - mu * mu / 2.0)
 
 
+_PROFILES: dict = {}     # the last few profiles: a TPR solve's check at its answer is the
+#                         answer's own risk block (read-only arrays)
+
+
 def profile(items, tolerance: float, fprs, mu: float | None = None):
     """(ε grid, δ lower, δ upper) of the plan, ε from 0 to past log(1/min FPR)."""
+    mu = mu_estimate(items) if mu is None else mu
+    key = (tuple((p.key(), n) for p, n in items), tolerance, tuple(fprs), mu)
+    got = _PROFILES.get(key)
+    if got is None:
+        if len(_PROFILES) >= 4:
+            _PROFILES.pop(next(iter(_PROFILES)))
+        got = _PROFILES[key] = _profile(items, tolerance, fprs, mu)
+        for arr in got:
+            arr.setflags(write=False)
+    return got
+
+
+def _profile(items, tolerance: float, fprs, mu: float):
     import numpy as np
 
     from dpcalc.pld import accountant
 
-    mu = mu_estimate(items) if mu is None else mu
     eps_max = max(1.0, math.log(1.0 / min(fprs)) + 0.05)
     # coarse everywhere, fine (second-order bounds: error ∝ spacing²) around each FPR's
     # optimum as the CLT estimate places it; any grid is certified, only the width changes
