@@ -15,6 +15,7 @@ import mpmath as mp
 import pytest
 
 from dpcalc.mechanisms.eps_delta import EpsDelta
+from dpcalc.mechanisms.gaussian import Gaussian
 from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
 from dpcalc.pld import PLDUncertifiable
 from dpcalc.pld import plan as P
@@ -232,3 +233,43 @@ def test_far_below_the_double_range_the_dropped_tail_still_bounds(eps):
         exact = float(mp.log(mp.ncdf(-e / m + m / 2) - mp.exp(e) * mp.ncdf(-e / m - m / 2)))
     lo, up = log_delta_bounds([(SubsampledGaussian(1.0, 41.18), 1)], eps)
     assert lo <= exact <= up <= exact + 1e-3 * abs(exact)
+
+
+def _log_delta_points_and_gaussian(eps, points, mu) -> float:
+    """Exact log δ(ε) of pure (ε_i, 0) points [KOV15: atoms ±ε_i with P-masses
+    e^ε_i/(1 + e^ε_i), 1/(1 + e^ε_i)] composed with a Gaussian of μ: δ(ε) = Σ_k p_k·δ_G(ε − ℓ_k)
+    over the points' composed atoms, δ_G(t) = Φ(−t/μ + μ/2) − e^t Φ(−t/μ − μ/2) for any t."""
+    with mp.workdps(50):
+        dist = {mp.mpf(0): mp.mpf(1)}
+        for e_i, n in points:
+            e_i = mp.mpf(e_i)
+            a, c = mp.exp(e_i) / (1 + mp.exp(e_i)), 1 / (1 + mp.exp(e_i))
+            for _ in range(n):
+                new: dict = {}
+                for loss, w in dist.items():
+                    new[loss + e_i] = new.get(loss + e_i, 0) + w * a
+                    new[loss - e_i] = new.get(loss - e_i, 0) + w * c
+                dist = new
+        m, e = mp.mpf(mu), mp.mpf(eps)
+        total = sum(w * (mp.ncdf(-(e - loss) / m + m / 2)
+                         - mp.exp(e - loss) * mp.ncdf(-(e - loss) / m - m / 2))
+                    for loss, w in dist.items())
+        return float(mp.log(total))
+
+
+@pytest.mark.parametrize("points, sigmas, log_delta", [
+    ([(2.97, 2)], [(106.0, 1)], math.log(1e-30)),
+    ([(1.41, 10)], [(7.47, 5), (12.67, 1)], math.log(1e-100)),
+])
+def test_pure_points_beside_gaussians_far_in_the_tail(points, sigmas, log_delta):
+    # the points' tilted variance collapses onto their top atom (a hard edge, padded outward
+    # by 1e-12): that read as a saturated quadrature and kept λ at its guess, 6.5, where the
+    # optimum is ~1000; ε ≤ 12.5 for an exact 6.04 and 48.0 for 20.64, worse than basic
+    # composition's rows (helper-32)
+    items = [(EpsDelta(e_i, -math.inf), n) for e_i, n in points]
+    items += [(Gaussian(s), n) for s, n in sigmas]
+    mu = math.sqrt(sum(n / (s * s) for s, n in sigmas))
+    lo, up = epsilon_bounds(items, log_delta)
+    assert _log_delta_points_and_gaussian(up, points, mu) <= log_delta
+    assert _log_delta_points_and_gaussian(lo, points, mu) >= log_delta - 1e-9
+    assert up <= lo * (1 + 1e-3)

@@ -144,20 +144,24 @@ def _best_lambda(items, direction: str, log_delta: float | None = None,
 
 
 def _saturated(items, direction: str, lam: float, per, log_eta_top,
-               eps: float | None = None) -> bool:
+               eps: float | None = None, per0=None) -> bool:
     """Whether the quadrature's nodes at λ cannot carry a tilt towards the root: for a target
-    ε, the top nodes sum (Σ n·top) to at most ε, so T·K' never reaches it; or some item's
-    tilted law (mean K', variance K'' in per) lies within _HEADROOM tilted standard
-    deviations of its top node, that node well below the loss's hard upper edge (at the edge
-    itself, a bounded loss, the law is resolved)."""
+    ε, the top nodes sum (Σ n·top) to at most ε, so T·K' never reaches it; or some item,
+    whose top node lies well below the loss's hard upper edge, has its tilted law (mean K',
+    variance K'' in per) within _HEADROOM tilted standard deviations of that node, or its
+    tilted variance below _VAR_COLLAPSE of its variance at the guess (per0).  At the edge
+    itself (a bounded loss, atoms) the law is resolved, and its variance does collapse."""
     reach = 0.0
     hit = False
-    for (pair, n), (_, m1, m2) in zip(items, per, strict=True):
+    per0 = per if per0 is None else per0
+    for (pair, n), (_, m1, m2), (_, _, v0) in zip(items, per, per0, strict=True):
         d = _pd(pair, direction)
         top = float(pair.quadrature(d, lam, 10.0, 600, log_eta_top)[0].max())
         reach += n * top
         room = _HEADROOM * math.sqrt(m2)
-        hit = hit or (top - m1 < room and top < pair.loss_bounds(d)[1] - room)
+        edge = pair.loss_bounds(d)[1]
+        cut = top < edge - room - 1e-9 * (1.0 + abs(edge))      # (edges are padded outward)
+        hit = hit or (cut and (top - m1 < room or m2 < _VAR_COLLAPSE * v0))
     return hit or (eps is not None and reach <= eps)
 
 
@@ -200,7 +204,8 @@ def _best_lambda_uncached(items, direction: str, log_delta: float | None,
     lam_max = _LAM_MAX_DELTA if eps is None else _LAM_MAX_EPS
     lam = lam0 = min(max(guess, 1e-3), lam_max)
     lo_l, hi_l = 0.0, math.inf
-    g, gp, kk, var0 = stationarity(lam)
+    g, gp, kk, _ = stationarity(lam)
+    kk0 = kk
     for _ in range(200):
         if g < 0:
             lo_l = lam
@@ -221,17 +226,17 @@ def _best_lambda_uncached(items, direction: str, log_delta: float | None,
                 min(lam * 4.0, max(lam * 1.01, lam - g / gp))
             if nxt > 10.0 * lam_max:
                 break
-            g1, gp1, kk1, var1 = stationarity(nxt)
-            if g1 < 0 and (var1 < _VAR_COLLAPSE * var0
-                           or _saturated(items, direction, nxt, kk1, log_eta_top, eps)):
+            g1, gp1, kk1, _ = stationarity(nxt)
+            if g1 < 0 and _saturated(items, direction, nxt, kk1, log_eta_top, eps, kk0):
                 # the tilted law sits on the top of the quadrature's nodes with the root
                 # still ahead: the nodes no longer see the tail that would carry it (q 0.77,
                 # σ 67, add direction: T·K' levels off below ε), and the grid built for a
-                # larger λ is empty.  Keep the last λ that the nodes still resolve.  So does
-                # a tilted variance collapsed below 1 % of the guess's, and nodes that end
-                # below the root: the +∞ cut drops the tail that would carry it (q 2.8e-7,
-                # σ 5.5, 6 steps at ε 0.046: the nodes sum to 1.3e-5, λ ran from 1e5 to 4e5
-                # and δ's upper end rose from e^-1569 to e^-82)
+                # larger λ is empty.  Keep the last λ that the nodes still resolve.  So do
+                # nodes that end below the root: the +∞ cut drops the tail that would carry
+                # it (q 2.8e-7, σ 5.5, 6 steps at ε 0.046: the nodes sum to 1.3e-5, λ ran
+                # from 1e5 to 4e5 and δ's upper end rose from e^-1569 to e^-82).  A
+                # variance that collapses on a hard edge's atoms is no sign: 2 × (2.97, 0)
+                # beside a Gaussian at δ 1e-30 kept λ = 6.5 and gave ε ≤ 12.5 (exact 6.04)
                 break
             lam, g, gp, kk = nxt, g1, gp1, kk1
             continue
