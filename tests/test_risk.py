@@ -298,3 +298,15 @@ def test_tpr_target_sigma_at_q_one_is_the_gaussian_minimum(capsys, tpr, fpr, ste
     assert out.code == 0
     sigma = float(out.out)
     assert exact <= sigma <= exact * (1 + 2e-3)
+
+
+@pytest.mark.parametrize("sigma, steps, tpr, fpr",
+                         [(2.0, 1000, 0.5, 1e-3), (5.0, 10000, 0.2, 1e-4)])
+def test_a_tpr_solved_rate_round_trips_through_the_forward_question(sigma, steps, tpr, fpr):
+    # the solve certifies TPR ≤ T at one ε*; the forward question at its answer reads the
+    # profile's grid and said 0.50006 (a --max-tpr 0.5 gate there failed; helper-33)
+    import dpcalc
+
+    q = dpcalc.dpsgd(sigma=sigma, steps=steps, tpr=tpr, fpr=fpr).value
+    forward = dpcalc.dpsgd(q=q, sigma=sigma, steps=steps, delta=1e-5, fpr=fpr)
+    assert forward.extra["risk"]["tpr"][0]["upper"] <= tpr
