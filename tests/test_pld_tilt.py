@@ -53,7 +53,7 @@ def test_a_guess_below_the_root_grows_to_the_chernoff_optimum():
     sg = SubsampledGaussian(1e-3, 0.6)
     lam, per, grew = P._best_lambda_uncached(((sg, 10),), "remove", None, 0.0, None)
     assert grew and lam > 1.0
-    k, m1, _ = P._cgf(sg, "remove", lam)
+    k, m1, _, _ = P._cgf(sg, "remove", lam)
     assert abs(10 * m1 - math.log1p(1.0 / lam)) < 1e-8        # the stationarity condition
     kept, _, grew = P._best_lambda_uncached(((sg, 10),), "remove", None, 0.0, None, grow=False)
     assert kept == 1e-3 and not grew
@@ -113,8 +113,7 @@ def test_nodes_cut_below_the_root_stop_the_tilt():
     # 2.2e-6, so T·K' cannot reach ε; λ ran from its guess 1e5 to 4e5 and δ's upper end rose
     # from e^-1569 to e^-82
     sg = SubsampledGaussian(2.775e-07, 5.477)
-    assert P._saturated(((sg, 6),), "remove", 1e5,
-                        [P._cgf(sg, "remove", 1e5, -72.9)], -72.9, 0.04567)
+    assert P._saturated(((sg, 6),), "remove", [P._cgf(sg, "remove", 1e5, -72.9)], 0.04567)
     lam, _, grew = P._best_lambda_uncached(((sg, 6),), "remove", None, 0.04567, -72.9)
     assert not grew and lam == 1e5
     assert log_delta_bounds([(sg, 6)], 0.04567)[1] < -1500

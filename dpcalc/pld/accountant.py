@@ -22,6 +22,7 @@ from dpcalc.pld.compose import (
     _compose_points,
     _delta_passes,
     _directions,
+    _eps_zero_beyond,
     _first_rho,
     _log_eta,
     _next_rho,
@@ -64,13 +65,11 @@ def _split(items):
 
 def epsilon_at_delta_zero(items: Sequence[tuple[DominatingPair, int]]) -> float:
     """ε(0) of a plan: the larger direction's Σ n·sup L (the pairs' hard upper edges, exact
-    or outward, rounded up), inf when a loss is unbounded (δ = 0 is met by no ε then)."""
-    items = _canonical(items)
-    top = 0.0
-    for d in _directions([p for p, _ in items]):
-        tot = math.fsum(n * p.loss_bounds("remove" if p.symmetric else d)[1] for p, n in items)
-        top = max(top, math.nextafter(tot * (1 + 1e-15), math.inf) if tot < math.inf else tot)
-    return top
+    or outward, rounded up: compose._eps_zero_beyond), inf when a loss is unbounded (δ = 0
+    is met by no ε then)."""
+    pair, n, fixed = _split(items)
+    return max(_eps_zero_beyond(pair, fixed, d, n)
+               for d in _directions([p for p, _ in _canonical(items)]))
 
 
 def log_mass_at_infinity(items: Sequence[tuple[DominatingPair, int]]) -> float:

@@ -58,24 +58,25 @@ def _sorted_nodes(pair: DominatingPair, direction: str, lam: float, density: flo
 
 
 def _cgf(pair: DominatingPair, direction: str, lam: float,
-         log_eta_top: float | None = None) -> tuple[float, float, float]:
-    """(K(λ), K'(λ), K''(λ)) of the one-step loss under P, by the pair's quadrature:
-    K(λ) = log E_P[e^{λL}].  Only used to choose the tilt and the grid (heuristics: every
-    choice is sound).  log_eta_top: the part of the law that goes to +∞ must not steer it."""
+         log_eta_top: float | None = None) -> tuple[float, float, float, float]:
+    """(K(λ), K'(λ), K''(λ), top node) of the one-step loss under P, by the pair's
+    quadrature: K(λ) = log E_P[e^{λL}], and the largest loss its nodes reach.  Only used to
+    choose the tilt and the grid (heuristics: every choice is sound).  log_eta_top: the part
+    of the law that goes to +∞ must not steer it."""
     loss, lw0, lw = pair.quadrature(_pd(pair, direction), lam, 10.0, 600, log_eta_top)
     k = _logsumexp(lw) - _logsumexp(lw0)
     w = np.exp(lw - lw.max())
     sw = w.sum()
     m1 = float((w * loss).sum() / sw)
     m2 = float((w * (loss - m1) ** 2).sum() / sw)
-    return k, m1, max(m2, 0.0)
+    return k, m1, max(m2, 0.0), float(loss.max())
 
 
 _LAMBDA_CACHE: dict = {}
-# λ stops growing towards a root still ahead (_best_lambda_uncached) when the tilted mean
-# is within _HEADROOM tilted standard deviations of the top quadrature node, the tilted
-# variance has fallen below _VAR_COLLAPSE of the guess's, or (a target ε) the Chernoff bound
-# on δ is already below e^_GROW_LOG_DELTA_MIN
+# λ stops growing towards a root still ahead (_best_lambda_uncached) when an item's tilted
+# mean is within _HEADROOM tilted standard deviations of its top quadrature node or its
+# tilted variance has fallen below _VAR_COLLAPSE of the guess's (that node below its hard
+# edge: _saturated), or (a target ε) the Chernoff bound on δ is below e^_GROW_LOG_DELTA_MIN
 _HEADROOM = 3.0
 _VAR_COLLAPSE = 1e-2
 _GROW_LOG_DELTA_MIN = -700.0
@@ -143,20 +144,19 @@ def _best_lambda(items, direction: str, log_delta: float | None = None,
     return lam, per
 
 
-def _saturated(items, direction: str, lam: float, per, log_eta_top,
-               eps: float | None = None, per0=None) -> bool:
-    """Whether the quadrature's nodes at λ cannot carry a tilt towards the root: for a target
-    ε, the top nodes sum (Σ n·top) to at most ε, so T·K' never reaches it; or some item,
-    whose top node lies well below the loss's hard upper edge, has its tilted law (mean K',
-    variance K'' in per) within _HEADROOM tilted standard deviations of that node, or its
-    tilted variance below _VAR_COLLAPSE of its variance at the guess (per0).  At the edge
-    itself (a bounded loss, atoms) the law is resolved, and its variance does collapse."""
+def _saturated(items, direction: str, per, eps: float | None = None, per0=None) -> bool:
+    """Whether the quadrature's nodes at a tilt (per: _cgf of each item there) cannot carry
+    it towards the root: for a target ε, the top nodes sum (Σ n·top) to at most ε, so T·K'
+    never reaches it; or some item, whose top node lies well below the loss's hard upper
+    edge, has its tilted law (mean K', variance K'') within _HEADROOM tilted standard
+    deviations of that node, or its tilted variance below _VAR_COLLAPSE of its variance at
+    the guess (per0).  At the edge itself (a bounded loss, atoms) the law is resolved, and
+    its variance does collapse."""
     reach = 0.0
     hit = False
     per0 = per if per0 is None else per0
-    for (pair, n), (_, m1, m2), (_, _, v0) in zip(items, per, per0, strict=True):
+    for (pair, n), (_, m1, m2, top), (_, _, v0, _) in zip(items, per, per0, strict=True):
         d = _pd(pair, direction)
-        top = float(pair.quadrature(d, lam, 10.0, 600, log_eta_top)[0].max())
         reach += n * top
         room = _HEADROOM * math.sqrt(m2)
         edge = pair.loss_bounds(d)[1]
@@ -190,10 +190,10 @@ def _best_lambda_uncached(items, direction: str, log_delta: float | None,
         else:
             g = tk1 - eps + dlc
             gp = tk2 + d2lc
-        return g, gp, per, tk2
+        return g, gp, per
 
     per0 = [_cgf(p, direction, 0.0, log_eta_top) for p, _ in items]
-    per0 = [(k, m, max(v, 1e-300)) for k, m, v in per0]
+    per0 = [(k, m, max(v, 1e-300), top) for k, m, v, top in per0]
     steps, m0, v0 = items[0][1], per0[0][1], per0[0][2]
     if eps is None:
         guess = math.sqrt(max(-2.0 * log_delta, 1.0) / total(per0, 2))
@@ -204,7 +204,7 @@ def _best_lambda_uncached(items, direction: str, log_delta: float | None,
     lam_max = _LAM_MAX_DELTA if eps is None else _LAM_MAX_EPS
     lam = lam0 = min(max(guess, 1e-3), lam_max)
     lo_l, hi_l = 0.0, math.inf
-    g, gp, kk, _ = stationarity(lam)
+    g, gp, kk = stationarity(lam)
     kk0 = kk
     for _ in range(200):
         if g < 0:
@@ -226,8 +226,8 @@ def _best_lambda_uncached(items, direction: str, log_delta: float | None,
                 min(lam * 4.0, max(lam * 1.01, lam - g / gp))
             if nxt > 10.0 * lam_max:
                 break
-            g1, gp1, kk1, _ = stationarity(nxt)
-            if g1 < 0 and _saturated(items, direction, nxt, kk1, log_eta_top, eps, kk0):
+            g1, gp1, kk1 = stationarity(nxt)
+            if g1 < 0 and _saturated(items, direction, kk1, eps, kk0):
                 # the tilted law sits on the top of the quadrature's nodes with the root
                 # still ahead: the nodes no longer see the tail that would carry it (q 0.77,
                 # σ 67, add direction: T·K' levels off below ε), and the grid built for a
@@ -249,7 +249,7 @@ def _best_lambda_uncached(items, direction: str, log_delta: float | None,
             if not lo_l < nxt < hi_l:
                 nxt = 0.5 * (lo_l + hi_l)
         lam = nxt
-        g, gp, kk, _ = stationarity(lam)
+        g, gp, kk = stationarity(lam)
     return lam, kk, lam > lam0
 
 
