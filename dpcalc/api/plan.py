@@ -246,10 +246,13 @@ class _Plan:
             s = _gaussian_sigma_eff(items)
             return solve_unknown(TOTAL_EPSILON,
                                  lambda e: grel.analytic_log_delta(s, e) <= log_td), None
-        if log_td < accountant.log_mass_at_infinity(items):
-            raise InfeasibleError("no total ε meets --total-delta: it is below the δ the "
-                                  "records spend at any ε (1 − Π(1 − δ_i))")
-        lo, up = _certified(lambda: accountant.epsilon_bounds(items, log_td, self.tol))
+        from dpcalc.pld import BelowInfinityMass
+
+        try:
+            lo, up = _certified(lambda: accountant.epsilon_bounds(items, log_td, self.tol))
+        except BelowInfinityMass:
+            raise InfeasibleError("no total ε meets --total-delta: it is at or below the δ "
+                                  "the records spend at any ε (1 − Π(1 − δ_i))") from None
         return up, (lo, up)
 
     def log_delta(self, te: float, fill=None):
@@ -276,10 +279,12 @@ class _Plan:
 
 def _certified(fn):
     from dpcalc.errors import NumericalError
-    from dpcalc.pld import PLDUncertifiable
+    from dpcalc.pld import BelowInfinityMass, PLDUncertifiable
 
     try:
         return fn()
+    except BelowInfinityMass:
+        raise                  # (not a grid's limit: the caller says no ε meets it)
     except PLDUncertifiable as exc:
         raise NumericalError(f"--from: the PLD grid cannot certify this plan ({exc})") from None
 

@@ -70,6 +70,10 @@ class EpsDelta:
         hi = self.eps * (1 + 1e-12) + 1e-300 if self.ld == -math.inf else math.inf
         return lo, hi
 
+    def finite_loss_bounds(self, direction: str) -> tuple[float, float]:
+        """loss_bounds of the finite atoms ±ε alone (the δ at +∞ aside)."""
+        return self.loss_bounds(direction)[0], self.eps * (1 + 1e-12) + 1e-300
+
     def log_mass_at_infinity(self, direction: str) -> float:
         """log P(L = +∞) = log δ, exactly (the atom of P that Q does not have) [KOV15]."""
         return self.ld

@@ -58,7 +58,7 @@ of a mean-preserving grid; here domination removes that term, and the budget onl
 When no finite certified upper bound results, PLDUncertifiable is raised.
 """
 
-from dpcalc.pld._core import PLDUncertifiable
+from dpcalc.pld._core import BelowInfinityMass, PLDUncertifiable
 from dpcalc.pld.pair import DominatingPair, Tails
 
-__all__ = ["DominatingPair", "PLDUncertifiable", "Tails"]
+__all__ = ["BelowInfinityMass", "DominatingPair", "PLDUncertifiable", "Tails"]

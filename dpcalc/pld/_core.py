@@ -33,6 +33,11 @@ class PLDUncertifiable(Exception):
     """The PLD grid cannot certify the requested quantity; fall back to another accountant."""
 
 
+class BelowInfinityMass(PLDUncertifiable):
+    """The asked δ is at or below the plan's P-mass at +∞: no ε meets it (δ(ε) ≥ that mass
+    at every ε)."""
+
+
 # --------------------------------------------------------------------------------------
 # log-space helpers (vectorised)
 # --------------------------------------------------------------------------------------
@@ -71,6 +76,33 @@ def _logsumexp(a) -> float:
     return m + math.log(float(np.sum(np.exp(a - m))))
 
 
+
+
+def _log_mass_any(parts) -> tuple[float, float]:
+    """(lower, upper) bounds on log(1 − Π(1 − p_i)^{n_i}) over parts [(log p_i, n_i)]: the
+    P-mass at +∞ of a composition whose n_i copies of item i each put p_i there (one copy
+    at +∞ puts the sum there) [KOV15].  Exact for one part with n = 1; otherwise the double
+    evaluation (log1p, expm1, log: a few roundings of a value ≥ −inf) padded by 1e-12
+    relative each way.  Masses below e^-700 (p_i underflows) enter as n_i·p_i (their
+    union bound, within 1e-290 relative of the product form)."""
+    parts = [(float(lp), int(n)) for lp, n in parts if lp > -math.inf and n > 0]
+    if not parts:
+        return -math.inf, -math.inf
+    if len(parts) == 1 and parts[0][1] == 1:
+        return parts[0][0], parts[0][0]
+    log_none, tiny = 0.0, []
+    for lp, n in parts:
+        if lp < -700.0:
+            tiny.append(math.log(n) + lp)
+        else:
+            log_none += n * math.log1p(-math.exp(min(lp, 0.0)))
+    v = math.log(-math.expm1(log_none)) if log_none < 0.0 else -math.inf
+    if tiny:
+        v = float(np.logaddexp(v, _logsumexp(np.array(tiny))))
+    if v == -math.inf:
+        return v, v
+    pad = 1e-12 * (1.0 + abs(v))
+    return v - pad, min(0.0, v + pad)
 
 
 def _slog(v) -> float:

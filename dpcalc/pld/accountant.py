@@ -22,8 +22,10 @@ from dpcalc.pld.compose import (
     _compose_points,
     _delta_passes,
     _directions,
+    _eps_finite_beyond,
     _eps_zero_beyond,
     _first_rho,
+    _inf_mass,
     _log_eta,
     _next_rho,
     _plans_delta,
@@ -79,22 +81,9 @@ def log_mass_at_infinity(items: Sequence[tuple[DominatingPair, int]]) -> float:
 
 def _log_inf_mass(items) -> float:
     """A lower bound on log δ(ε) at every ε: the composition's P-mass at +∞, the larger over
-    the directions, from the pairs that state theirs (``log_mass_at_infinity``, an (ε, δ)
-    point's δ [KOV15]): one item at +∞ puts the sum there, so the mass is 1 − Π(1 − p_i)^n_i,
-    and each unit of it adds 1 to δ(ε) = E_P[(1 − e^{ε−L})_+].  −inf when none states one.
-    Rounded down by a relative 1e-12 (a few roundings of log1p, exp, expm1, log)."""
-    best = -math.inf
-    for d in _directions([p for p, _ in items]):
-        log_none = 0.0                     # log Π(1 − p_i)^n_i
-        for pair, n in items:
-            get = getattr(pair, "log_mass_at_infinity", None)
-            lp = get("remove" if pair.symmetric else d) if get is not None else -math.inf
-            if lp > -math.inf:
-                log_none += n * math.log1p(-math.exp(lp))
-        if log_none < 0.0:
-            v = math.log(-math.expm1(log_none))
-            best = max(best, v - 1e-12 * (1.0 + abs(v)))
-    return best
+    the directions (compose._inf_mass: 1 − Π(1 − p_i)^n_i, each unit of which adds 1 to
+    δ(ε) = E_P[(1 − e^{ε−L})_+]); −inf when no pair states one."""
+    return max(_inf_mass(items, d)[0] for d in _directions([p for p, _ in items]))
 
 
 def _check_tol(tolerance):
@@ -179,6 +168,12 @@ def log_delta_bounds(items: Sequence[tuple[DominatingPair, int]], epsilon: float
     tol = float(tolerance)
     n_pass = [0]
     linf = _log_inf_mass(_canonical(items))
+    dirs = _directions([p for p, _ in _canonical(items)])
+    if linf > -math.inf and all(epsilon >= _eps_finite_beyond(pair, fixed, d, n)
+                                for d in dirs):
+        # beyond the finite losses δ(ε) is exactly the mass at +∞ (finite_loss_bounds)
+        m = [_inf_mass(_canonical(items), d) for d in dirs]
+        return max(b[0] for b in m), max(b[1] for b in m)
 
     def next_rho(rho, lo, up):
         n_pass[0] += 1

@@ -24,7 +24,7 @@ from dpcalc.pld._core import (
     _TAU_FLOOR,
     PLDUncertifiable,
     _log_c_lambda,
-    _logsumexp,
+    _log_mass_any,
     _n_truncations,
 )
 from dpcalc.pld.evaluate import _Final
@@ -57,6 +57,28 @@ def _eps_zero_beyond(pair, fixed, direction: str, steps: int) -> float:
     """An ε beyond which δ(ε) of this direction is exactly 0 (the loss is bounded by the
     sum of the hard edges), rounded up; inf if the loss is unbounded."""
     hi = _hi_fixed(fixed, direction) + steps * pair.loss_bounds(_pd(pair, direction))[1]
+    return math.nextafter(hi * (1 + 1e-12), math.inf) if math.isfinite(hi) else math.inf
+
+
+def _inf_mass(items, direction: str) -> tuple[float, float]:
+    """(lower, upper) on log of the P-mass at +∞ of the composition of items [(pair, n)] in
+    one direction: the pairs' own atoms there (``log_mass_at_infinity``, e.g. an (ε, δ)
+    point's δ [KOV15]), 1 − Π(1 − p_i)^{n_i}; −inf when no pair states one."""
+    parts = []
+    for p, n in items:
+        get = getattr(p, "log_mass_at_infinity", None)
+        if get is not None:
+            parts.append((get(_pd(p, direction)), n))
+    return _log_mass_any(parts)
+
+
+def _eps_finite_beyond(pair, fixed, direction: str, steps: int) -> float:
+    """_eps_zero_beyond of the finite losses alone (``finite_loss_bounds``, for pairs with an
+    atom at +∞): beyond it δ(ε) of this direction is exactly the P-mass at +∞."""
+    hi = 0.0
+    for p, n in tuple(fixed) + ((pair, steps),):
+        get = getattr(p, "finite_loss_bounds", p.loss_bounds)
+        hi = hi + n * get(_pd(p, direction))[1]
     return math.nextafter(hi * (1 + 1e-12), math.inf) if math.isfinite(hi) else math.inf
 
 
@@ -148,16 +170,15 @@ def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
         eng = _Engine(None, h_base, plan.lam, pess, t_max, plan.tau, nwin=plan.nwin)
         prod = None
         off = c = 0.0
-        lpi = []
+        lpi = []       # (log p∞, count) of each item's one-step +∞ mass
         for (by_side, k), (_, n) in zip(made[:-1], fixed, strict=True):
             s = by_side[pess]
             dist = _shift(s.engine.compose(n), k[pess])
             prod = dist if prod is None else _product(eng, prod, dist)
             off, c = off + n * s.off, c + n * s.c
-            if s.lpinf > -math.inf:
-                lpi.append(math.log(n) + s.lpinf)
+            lpi.append((s.lpinf, n))
         combiners[pess], prods[pess] = eng, prod
-        totals[pess] = (off, c, _logsumexp(np.array(lpi)) if lpi else -math.inf)
+        totals[pess] = (off, c, tuple(lpi))
         assert side0.lam == plan.lam
     return var_sides, k_var, combiners, prods, totals
 
@@ -309,10 +330,9 @@ def _compose_points_fresh(pair, steps_list, rho, plans, log_eta, evaluate, sides
                 k_var, comb, prods, totals = extra[d]
                 full = _product(comb[pess], _shift(acc, k_var[pess]), prods[pess])
                 off_f, c_f, lpi_f = totals[pess]
-                lpi_v = math.log(steps) + side.lpinf if side.lpinf > -math.inf else -math.inf
-                lpi = float(np.logaddexp(lpi_f, lpi_v))
-                tot = (off_f + steps * side.off, c_f + steps * side.c,
-                       lpi + 1e-12 if lpi > -math.inf else -math.inf)
+                # the composition's +∞ mass 1 − Π(1 − p∞)^n, rounded up
+                lpi = _log_mass_any(lpi_f + ((side.lpinf, steps),))[1]
+                tot = (off_f + steps * side.off, c_f + steps * side.c, lpi)
                 finals[(d, pess)] = _Final(full, comb[pess].h0, side.lam, steps, side.c,
                                            side.lpinf, pess, side.off, totals=tot)
         out.append(evaluate(i, finals))

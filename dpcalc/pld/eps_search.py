@@ -12,13 +12,21 @@ import math
 
 import numpy as np
 
-from dpcalc.pld._core import _RHO_MIN, PLDUncertifiable, _log_c_lambda
+from dpcalc.pld._core import (
+    _RHO_MIN,
+    BelowInfinityMass,
+    PLDUncertifiable,
+    _log_c_lambda,
+    _log_sub,
+)
 from dpcalc.pld.compose import (
     _STALL,
     _compose_points,
     _directions,
+    _eps_finite_beyond,
     _eps_zero_beyond,
     _first_rho,
+    _inf_mass,
     _log_eta,
     _n_fixed,
     _next_rho,
@@ -91,7 +99,7 @@ def _plans_eps(pair, steps_group, log_delta, tolerance, lower=None, fixed=()):
 
 
 def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
-               stop_above=math.inf, for_solve=False):
+               stop_above=math.inf, for_solve=False, log_budget=None, caps=None):
     """Brackets on ε(δ) for a group of step counts sharing the tilt; each direction is
     refined only while it matters for the combined bracket (max over directions).
 
@@ -99,6 +107,10 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
     the same tilt and budgets), with 0 as the lower end: a certified upper bound at about
     half the cost, equal to the full one whenever the full bracket needs no refinement
     (``stop_above``: see _eps_group_quick).
+
+    ``log_budget``: the δ the tilt and the error budgets are sized for (default log δ; less
+    beside a mass at +∞, see _budget_beside_infinity); ``caps``: further upper ends per
+    count (sound where given).
 
     ``for_solve``: the same passes, but a pass known to be a direction's last (at the
     finest resolution, or the sixth; or, once its pessimistic sides are composed, every
@@ -115,13 +127,15 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
     first pass's cheap upper bound has the same gap.)"""
     n = len(steps_group)
     t_max = steps_group[-1]
-    log_eta = _log_eta(log_delta, tolerance, t_max + _n_fixed(fixed))
-    plans = _plans_eps(pair, steps_group, log_delta, tolerance, fixed=fixed)
+    budget = log_delta if log_budget is None else log_budget
+    caps = [math.inf] * n if caps is None else caps
+    log_eta = _log_eta(budget, tolerance, t_max + _n_fixed(fixed))
+    plans = _plans_eps(pair, steps_group, budget, tolerance, fixed=fixed)
     per_dir: dict[str, list[list[float]]] = {}
     dirs = _directions(_pairs(pair, fixed))
     if quick:
         return _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans,
-                                log_eta, dirs, stop_above)
+                                log_eta, dirs, stop_above, caps)
 
     stuck = [False] * n      # the upper end is mostly the ℓ1 error term (see _STALL)
 
@@ -184,8 +198,8 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
         best = [[0.0, math.inf] for _ in range(n)]
         # a bounded loss (the add direction: ≤ −log(1 − q) per step) has δ(ε) = 0 beyond
         # the sum of its bounds
-        for b, t in zip(best, steps_group, strict=True):
-            b[1] = min(b[1], _eps_zero_beyond(pair, fixed, d, t))
+        for b, t, cap in zip(best, steps_group, caps, strict=True):
+            b[1] = min(b[1], _eps_zero_beyond(pair, fixed, d, t), cap)
         if dominated(best, other, settle=False):
             per_dir[d] = best
             continue
@@ -248,7 +262,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
             prev = width
             rho = _next_rho(rho, tolerance, width)
             if all(b[0] > 0 for b in comb):
-                plans = _plans_eps(pair, steps_group, log_delta, tolerance,
+                plans = _plans_eps(pair, steps_group, budget, tolerance,
                                    lower=[b[0] for b in comb], fixed=fixed)
     best = combined()
     for b in best:
@@ -258,7 +272,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
 
 
 def _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans, log_eta, dirs,
-                     stop_above=math.inf):
+                     stop_above=math.inf, caps=None):
     """The first pass of _eps_group, pessimistic sides only: [[0, upper], ...].  A direction
     whose bound exceeds ``stop_above`` at every point ends it: the rest are not composed and
     the upper ends are +inf (trivially valid)."""
@@ -267,7 +281,9 @@ def _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans, log_
 
     best = [[0.0, 0.0] for _ in steps_group]
     for d in dirs:
-        bound = [_eps_zero_beyond(pair, fixed, d, t) for t in steps_group]
+        bound = [min(_eps_zero_beyond(pair, fixed, d, t), cap)
+                 for t, cap in zip(steps_group, caps or [math.inf] * len(steps_group),
+                                   strict=True)]
         ups = _compose_points(pair, steps_group, _first_rho(tolerance), plans, log_eta,
                               evaluate, sides=(True,), directions=[d], fixed=fixed)
         for b, up, z in zip(best, ups, bound, strict=True):
@@ -280,17 +296,60 @@ def _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans, log_
     return best
 
 
-@tilt_retry
+def _budget_beside_infinity(pair, steps_list, log_delta, fixed):
+    """(log δ_b, finite caps or None): δ_b = δ − m∞, m∞ the P-mass at +∞ at the largest
+    count (compose._inf_mass, rounded up), is the δ left for the finite losses: the tilt and
+    the error budgets are sized for it (sized for δ, they exceeded it where δ lies just above
+    m∞: three (1, 1e-6) points beside a Gaussian at a total δ of 3.000001e-6).  With m∞ > 0
+    the caps are _eps_finite_beyond per count (δ(ε) = m∞ ≤ δ beyond them).  A δ at most m∞
+    is met by no ε (BelowInfinityMass) unless m∞ is exact (one point, n = 1), δ equals it and
+    the finite losses are bounded: then the caps are the answer, and log δ_b is None."""
+    dirs = _directions(_pairs(pair, fixed))
+    items = tuple(fixed) + ((pair, steps_list[-1]),)
+    bounds = [_inf_mass(items, d) for d in dirs]
+    m_lo, m_hi = max(b[0] for b in bounds), max(b[1] for b in bounds)
+    if m_hi == -math.inf:
+        return log_delta, None
+    caps = [max(_eps_finite_beyond(pair, fixed, d, t) for d in dirs) for t in steps_list]
+    if log_delta > m_hi:
+        return float(_log_sub(log_delta, m_hi)), caps
+    if m_lo == m_hi == log_delta and all(math.isfinite(c) for c in caps):
+        return None, caps
+    raise BelowInfinityMass("δ is at or below the P-mass at +∞ of the plan")
+
+
 def _eps_core(pair, steps_list, log_delta, tolerance, fixed=(), quick=False,
               stop_above=math.inf, for_solve=False):
+    budget, caps = _budget_beside_infinity(pair, steps_list, log_delta, fixed)
+    if budget is None:
+        return [(0.0, c) for c in caps]
+    try:
+        return _eps_groups(pair, steps_list, log_delta, tolerance, fixed, quick, stop_above,
+                           for_solve, budget, caps)
+    except BelowInfinityMass:
+        raise
+    except (PLDUncertifiable, ArithmeticError):
+        # a δ just above the mass at +∞ asks the finite losses for a δ_b far in their tail
+        # (three (1, 1e-6) points beside a Laplace at 3e-6: δ_b = 3e-12, and the tilt
+        # overflowed the grid); beyond the caps δ(ε) is the mass at +∞, at most δ
+        if caps is not None and all(math.isfinite(c) for c in caps):
+            return [(0.0, c) for c in caps]
+        raise
+
+
+@tilt_retry
+def _eps_groups(pair, steps_list, log_delta, tolerance, fixed, quick, stop_above, for_solve,
+                budget, caps):
     out = [None] * len(steps_list)
     # first-pass curves are read for their shape: tilts within a factor 4 share a group
     # (the 60-epoch MNIST curve: 2 groups instead of 4, each point within 3e-5 above or
     # 1.1e-3 below the factor-2 grouping's certified bound)
     spread = _QUICK_SPREAD if quick else 2.0
-    for grp in _groups(pair, steps_list, log_delta, tolerance, fixed, spread):
+    for grp in _groups(pair, steps_list, budget, tolerance, fixed, spread):
         res = _eps_group(pair, [steps_list[i] for i in grp], log_delta, tolerance, fixed,
-                         quick=quick, stop_above=stop_above, for_solve=for_solve)
+                         quick=quick, stop_above=stop_above, for_solve=for_solve,
+                         log_budget=budget,
+                         caps=None if caps is None else [caps[i] for i in grp])
         for i, r in zip(grp, res, strict=False):
             out[i] = (r[0], r[1])
     return out

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
-from dpcalc.pld._core import _log_c_lambda, _log_sub, _logsumexp, _lse
+from dpcalc.pld._core import _log_c_lambda, _log_mass_any, _log_sub, _logsumexp, _lse
 from dpcalc.pld.pmf import _Dist
 from dpcalc.solve import bisect_to_adjacent
 
@@ -35,11 +35,11 @@ class _Final:
         self.lam = lam
         if totals is None:
             off_total, c_total = steps * off, steps * c
-            # P-mass at +∞ after T steps: 1 − (1 − p∞)^T ≤ T·p∞ (log space: never 0)
-            lpinf_total = (math.log(steps) + lpinf + 1e-12 if lpinf > -math.inf
-                           else -math.inf)
+            # P-mass at +∞ after T steps: 1 − (1 − p∞)^T, rounded up (≤ T·p∞: three
+            # (1, 1e-6) points have 2.999997e-6 there, and a total δ of 3e-6 is met)
+            lpinf_total = _log_mass_any([(lpinf, steps)])[1]
         else:
-            off_total, c_total, lpinf_total = totals     # Σ_i k_i·p∞_i bounds it likewise
+            off_total, c_total, lpinf_total = totals     # 1 − Π_i(1 − p∞_i)^{k_i}, likewise
         idx = np.arange(d.lo, d.lo + d.t.size, dtype=float)
         self.ell = idx * h + off_total
         base = d.logscale + c_total

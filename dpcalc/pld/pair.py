@@ -66,7 +66,14 @@ Contract of each method (`direction` is "remove" or "add"; arrays are float64 nu
 ``log_mass_at_infinity(direction) -> float`` (optional)
     A lower bound on log P(L = +∞) (absent: none claimed).  δ(ε) is at least the
     composition's mass at +∞ at every ε: it lifts lower ends where the finite losses cannot
-    reach ε (an (ε, δ) point's δ).  Only lower ends read it.
+    reach ε (an (ε, δ) point's δ), and the error budgets of an ε(δ) search are sized for
+    what δ leaves beside it (a heuristic: any budget is sound).
+
+``finite_loss_bounds(direction) -> (lo, hi)`` (optional, with an exact
+``log_mass_at_infinity``)
+    loss_bounds of the finite losses (hi finite where loss_bounds' is +inf only for the
+    atom at +∞): beyond Σ n·hi, δ(ε) is exactly the mass at +∞, so an ε(δ) search whose
+    δ is at least that mass (rounded up) answers at most Σ n·hi.
 
 ``symmetric: bool``
     True when the "add" PLD equals the "remove" one (Gaussian, Laplace, q = 1).

@@ -1,0 +1,136 @@
+"""Plans with (ε, δ) points asked for a total δ just above the P-mass the points put at +∞.
+
+Each point is the worst-case pair of an (ε, δ) guarantee [KOV15, Thm 2.1]: loss +∞ with
+P-mass δ, ±ε otherwise.  The composition puts 1 − Π(1 − δ_i) at +∞, and δ(ε) is that mass
+plus what the finite losses spend beyond ε.  References here are exact: the Laplace
+mechanism's δ(c) = 1 − e^{(c − 1/b)/2} on [−1/b, 1/b] (0 above, 1 − e^c below) and the
+Gaussian's [Balle & Wang 2018, Thm 8], summed over the points' sign patterns (mpmath).
+"""
+
+from __future__ import annotations
+
+import math
+from math import comb
+
+import mpmath as mp
+import pytest
+
+from dpcalc.api.compose import compose
+from dpcalc.errors import InfeasibleError
+from dpcalc.mechanisms.eps_delta import EpsDelta
+from dpcalc.mechanisms.gaussian import Gaussian
+from dpcalc.pld import BelowInfinityMass, accountant
+from tests.cli_helpers import run
+
+
+def _laplace_delta(c, b):
+    e0 = 1 / mp.mpf(b)
+    if c >= e0:
+        return mp.mpf(0)
+    if c <= -e0:
+        return 1 - mp.e ** c
+    return 1 - mp.e ** ((c - e0) / 2)
+
+
+def _gauss_delta(c, sigma):
+    mu = 1 / mp.mpf(sigma)
+    return mp.ncdf(-c / mu + mu / 2) - mp.e ** c * mp.ncdf(-c / mu - mu / 2)
+
+
+def _exact_delta(eps, n, e_pt, d_pt, one_step):
+    """δ(ε) of n (e_pt, d_pt) points composed with one mechanism whose δ(c) is one_step."""
+    with mp.workdps(40):
+        eps, e_pt, d_pt = mp.mpf(eps), mp.mpf(e_pt), mp.mpf(d_pt)
+        a = (1 - d_pt) * mp.e ** e_pt / (1 + mp.e ** e_pt)    # P(L = +ε)
+        c = (1 - d_pt) / (1 + mp.e ** e_pt)                   # P(L = −ε)
+        tot = 1 - (1 - d_pt) ** n                              # mass at +∞
+        for k in range(n + 1):
+            shift = (2 * k - n) * e_pt
+            tot += comb(n, k) * a ** k * c ** (n - k) * one_step(eps - shift)
+        return tot
+
+
+def _exact_eps(td, n, e_pt, d_pt, one_step, hi):
+    """The true ε(δ): the smallest ε with δ(ε) ≤ td (bisection on the exact δ)."""
+    lo = 0.0
+    if _exact_delta(lo, n, e_pt, d_pt, one_step) <= td:
+        return 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if _exact_delta(mid, n, e_pt, d_pt, one_step) <= td:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _plan(n, gaussian_sigma=None, laplace_b=None):
+    recs = [{"epsilon": 1, "delta": 1e-6, "count": n}]
+    if gaussian_sigma is not None:
+        recs.append({"mechanism": "gaussian", "sigma": gaussian_sigma})
+    if laplace_b is not None:
+        recs.append({"mechanism": "laplace", "scale": laplace_b})
+    return recs
+
+
+@pytest.mark.parametrize("td", [3e-6, 3.0000001e-6, 3.00001e-6, 1e-5, 1e-4])
+def test_points_beside_a_laplace_just_above_the_mass_at_infinity(td):
+    # before: exit 3 at 3e-6 and 3.0000001e-6 (the error budgets were sized for δ, not for
+    # the 3e-12 that δ leaves beside 2.999997e-6 at +∞), and 4.24 at 1e-5 where the finite
+    # losses stop at 3.5 (an (ε, δ) point's loss bounds were +inf for its atom at +∞)
+    r = compose(records=_plan(3, laplace_b=2), total_delta=td)
+    one = lambda c: _laplace_delta(c, 2)   # noqa: E731
+    assert _exact_delta(r.value, 3, 1, 1e-6, one) <= td
+    truth = _exact_eps(td, 3, 1, 1e-6, one, 3.6)
+    assert truth <= r.value <= truth * (1 + 2e-3) + 1e-9
+    assert r.value <= 3.5 * (1 + 1e-11)
+
+
+@pytest.mark.parametrize("td", [1.000001e-6, 1.0001e-6, 1.01e-6, 2e-6])
+def test_a_point_beside_a_gaussian_just_above_its_delta(td):
+    # before: exit 3 at 1.000001e-6 (the Gaussian's share of δ is 1e-12)
+    r = compose(records=_plan(1, gaussian_sigma=5), total_delta=td)
+    one = lambda c: _gauss_delta(c, 5)     # noqa: E731
+    assert _exact_delta(r.value, 1, 1, 1e-6, one) <= td
+    truth = _exact_eps(td, 1, 1, 1e-6, one, 20.0)
+    assert truth <= r.value <= truth * (1 + 2e-3)
+
+
+@pytest.mark.parametrize(("recs", "td"), [
+    (_plan(1, gaussian_sigma=5), 1e-6),          # the Gaussian needs some δ of its own
+    (_plan(3, laplace_b=2), 2.999997e-6),        # below 1 − (1 − 1e-6)^3 = 2.999997000001e-6
+    (_plan(3, laplace_b=2), 2.9e-6),
+])
+def test_a_total_delta_at_or_below_the_mass_at_infinity_is_infeasible(recs, td):
+    # before: exit 3 ("the PLD grid cannot certify") at the first two
+    with pytest.raises(InfeasibleError, match="at or below the δ the records spend"):
+        compose(records=recs, total_delta=td)
+
+
+def test_the_cli_exits_1_at_the_mass_at_infinity(tmp_path, capsys):
+    path = tmp_path / "plan.json"
+    path.write_text('[{"epsilon": 1, "delta": 1e-6}, {"mechanism": "gaussian", "sigma": 5}]')
+    got = run(capsys, "compose", "--from", str(path), "--total-delta", "1e-6", "--value")
+    assert got.code == 1
+    assert got.out == ""
+    assert "at or below" in got.err and len(got.err.strip().splitlines()) == 1
+
+
+def test_one_point_met_exactly_at_its_own_delta_answers_its_epsilon():
+    # one item with n = 1: the mass at +∞ is its δ exactly, and its finite loss stops at ε
+    lo, up = accountant.epsilon_bounds([(EpsDelta(0.7, math.log(1e-6)), 1)], math.log(1e-6))
+    assert 0.7 <= up <= 0.7 * (1 + 1e-11)
+    assert lo <= 0.7
+    with pytest.raises(BelowInfinityMass):
+        accountant.epsilon_bounds([(EpsDelta(0.7, math.log(1e-6)), 1),
+                                   (Gaussian(5.0), 1)], math.log(1e-6))
+
+
+def test_the_composed_mass_at_infinity_is_the_product_form():
+    # 1 − (1 − p)^n, not n·p: a total δ between them is met
+    items = [(EpsDelta(1.0, math.log(1e-3)), 5)]
+    m = -math.expm1(5 * math.log1p(-1e-3))
+    assert accountant.log_mass_at_infinity(items) == pytest.approx(math.log(m), abs=1e-11)
+    assert accountant.log_mass_at_infinity(items) <= math.log(m)
+    up = accountant.epsilon_bounds(items, math.log(0.5 * (m + 5e-3)))[1]
+    assert up <= 5.0 * (1 + 1e-11)
