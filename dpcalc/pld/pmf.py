@@ -114,14 +114,16 @@ def _heavy(t: np.ndarray, k: int = 16):
     total = float(t.sum())
     if float(t.max()) * k < 0.5 * total:
         return None        # k entries of at most the maximum cannot carry half: no selection
-    # the k largest lie among the entries ≥ thr when there are at least k of them (there
-    # are at most 16k such entries): partition those alone, not the whole vector
+    # the k largest lie among the entries ≥ thr once there are at least k of them (at most
+    # total/thr): partition those alone, not the whole vector, lowering thr until k are in
+    # (a spike on a vector of zeros: argpartition over 2.6e5 entries, 3/4 of them tied at
+    # 0, took 74 ms, a fifth of an evaluation at q = 1.8e-7)
     thr = total / (16.0 * k)
     cand = np.flatnonzero(t >= thr)
-    if cand.size >= k:
-        idx = cand[np.argpartition(t[cand], cand.size - k)[cand.size - k:]]
-    else:
-        idx = np.argpartition(t, t.size - k)[t.size - k:]
+    while cand.size < k and thr > 0.0:
+        thr = thr * 1e-4 if thr > 1e-280 else 0.0
+        cand = np.flatnonzero(t >= thr) if thr > 0.0 else np.arange(t.size)
+    idx = cand[np.argpartition(t[cand], cand.size - k)[cand.size - k:]]
     return idx if float(t[idx].sum()) >= 0.5 * total else None
 
 
