@@ -310,3 +310,46 @@ def test_a_tpr_solved_rate_round_trips_through_the_forward_question(sigma, steps
     q = dpcalc.dpsgd(sigma=sigma, steps=steps, tpr=tpr, fpr=fpr).value
     forward = dpcalc.dpsgd(q=q, sigma=sigma, steps=steps, delta=1e-5, fpr=fpr)
     assert forward.extra["risk"]["tpr"][0]["upper"] <= tpr
+
+
+def _gauss_mu_exact(tpr, fpr):
+    with mpmath.workdps(40):
+        return mpmath.sqrt(2) * (mpmath.erfinv(2 * mpmath.mpf(tpr) - 1)
+                                 - mpmath.erfinv(2 * mpmath.mpf(fpr) - 1))
+
+
+@pytest.mark.parametrize("tpr, fpr, steps", [(0.5, 0.01, 1), (0.997, 0.0691, 1),
+                                             (0.5, 0.01, 100), (0.2, 1e-4, 30000)])
+def test_q_one_sigma_for_a_tpr_target_is_the_closed_form(tpr, fpr, steps):
+    # T Gaussian steps at q = 1 are one Gaussian with μ = √T/σ [DRS19, Cor 3.3]: the
+    # smallest σ is √T/(Φ⁻¹(T) − Φ⁻¹(α)) exactly; the PLD profile's solve was up to 1.7 %
+    # above it (σ 0.4372 for 0.42986 at one step, TPR 0.5 at FPR 0.01)
+    import dpcalc
+
+    exact = float(mpmath.sqrt(steps) / _gauss_mu_exact(tpr, fpr))
+    r = dpcalc.dpsgd(q=1, steps=steps, tpr=tpr, fpr=fpr)
+    assert exact <= r.value <= exact * (1 + 1e-12)
+    assert r.extra["risk"]["basis"] == "exact"
+    assert r.extra["risk"]["tpr"][0]["upper"] <= tpr
+
+
+@pytest.mark.parametrize("sigma, tpr, fpr", [(2.0, 0.5, 0.01), (30.0, 0.1, 0.05)])
+def test_q_one_steps_for_a_tpr_target_is_the_closed_form(sigma, tpr, fpr):
+    import dpcalc
+
+    with mpmath.workdps(40):
+        most = int(mpmath.floor((_gauss_mu_exact(tpr, fpr) * sigma) ** 2))
+    r = dpcalc.dpsgd(q=1, sigma=sigma, tpr=tpr, fpr=fpr, solve_for="steps")
+    assert r.value == most
+
+
+def test_q_one_forward_risk_is_the_exact_trade_off():
+    import dpcalc
+
+    r = dpcalc.dpsgd(q=1, sigma=2.0, steps=10, delta=1e-5, fpr=[0.01, 0.2])
+    mu = mpmath.sqrt(10) / 2
+    for row in r.extra["risk"]["tpr"]:
+        with mpmath.workdps(40):
+            exact = float(mpmath.ncdf(mpmath.sqrt(2) * mpmath.erfinv(2 * mpmath.mpf(
+                row["fpr"]) - 1) + mu))
+        assert row["lower"] <= exact <= row["upper"] <= exact * (1 + 1e-12)

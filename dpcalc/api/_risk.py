@@ -98,23 +98,25 @@ def _point_of(parameters: dict, eps_key: str, delta_key: str) -> tuple | None:
 
 
 def exact_block(kind: str, sensitivity: float, noise: float, fprs,
-                point: tuple | None) -> dict:
+                point: tuple | None, rel_pad: float = 0.0, note: str = "") -> dict:
     """Risk of the Gaussian (μ = Δ/σ) or Laplace (μ = Δ/b) mechanism, exact.
 
-    μ is rounded up for the upper bounds and down for the lower ones (TPR grows with μ).
+    μ is rounded up for the upper bounds and down for the lower ones (TPR grows with μ), by
+    one ulp and a relative ``rel_pad`` (for a Δ that was itself rounded, e.g. √T).
     """
     mu = sensitivity / noise
     from dpcalc.relations import risk as rel
 
     tpr_fn = rel.gaussian_tpr if kind == "gaussian" else rel.laplace_tpr
     adv_fn = rel.gaussian_advantage if kind == "gaussian" else rel.laplace_advantage
-    mu_lo, mu_hi = math.nextafter(mu, 0.0), math.nextafter(mu, math.inf)
+    mu_lo = math.nextafter(mu * (1.0 - rel_pad), 0.0)
+    mu_hi = math.nextafter(mu * (1.0 + rel_pad), math.inf)
 
     def tpr(a):
         return tpr_fn(mu_lo, a)[0], tpr_fn(mu_hi, a)[1]
 
     adv = adv_fn(mu_lo)[0], adv_fn(mu_hi)[1]
-    return _block("exact", fprs, tpr, adv, point)
+    return _block("exact", fprs, tpr, adv, point, note)
 
 
 def point_block(parameters: dict, eps_key: str, delta_key: str, fprs,

@@ -21,10 +21,26 @@ def _gdp_mu(q: float, sigma: float, steps: int) -> float:
     return q * math.sqrt(steps * math.expm1(min(1.0 / (sigma * sigma), 700.0)))
 
 
+# μ = √T/σ: two roundings (sqrt, division) of at most u each; padded by 4u either way
+_MU_PAD = 4.0 * 2.0 ** -53
+_Q1_NOTE = ("q = 1: the run is the Gaussian mechanism with μ = √steps/σ, its trade-off "
+            "exact (Dong, Roth & Su 2019, Cor 3.3)")
+
+
+def _gaussian_run(q: float, scheme) -> bool:
+    """Every step sees the whole dataset (q = 1, add/remove): T Gaussian mechanisms compose
+    to exactly the Gaussian mechanism with μ = √T/σ [DRS19, Cor 3.3]."""
+    return scheme is None and q == 1.0
+
+
 def risk_of(q: float, sigma: float, steps: int, tolerance: float, fprs,
             point: tuple | None, certificate: tuple | None = None, scheme=None) -> dict:
-    """The risk block of a DP-SGD run: the PLD profile of its items (run_items: the pairs of
-    its scheme), or (said so) the (ε, δ) point when the PLD grid cannot certify it."""
+    """The risk block of a DP-SGD run: exact at q = 1 (_gaussian_run), else the PLD profile
+    of its items (run_items: the pairs of its scheme), or (said so) the (ε, δ) point when
+    the PLD grid cannot certify it."""
+    if _gaussian_run(q, scheme):
+        return _risk.exact_block("gaussian", math.sqrt(steps), sigma, fprs, point,
+                                 rel_pad=_MU_PAD, note=_Q1_NOTE)
     items = run_items(q, sigma, steps, scheme)
     return _risk_pld.risk_of(items, tolerance, fprs, point, certificate, what="run")
 
@@ -70,6 +86,10 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         {"q": q, "sigma": sigma, count.name: epochs if count is EPOCHS else steps},
         (Q, NOISE, count), solve_for=solve_for)
     mu = rrel.gaussian_mu_for_tpr(target, alpha)
+    if _gaussian_run(values.get("q", 0.0), scheme) and unknown.name != "q":
+        value = _gaussian_run_solve(unknown.name, values, target, alpha)
+        return _tpr_result(unknown.name, value, values, count, target, alpha, tol, scheme,
+                           note=_Q1_NOTE)
     guess = _gdp_guess(unknown.name, values, mu)
 
     def placed(guess_: float):
@@ -150,6 +170,13 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         if moved < 1e-4:
             break
     value = _round_trip(value, name, values, tol, alpha, target, scheme)
+    return _tpr_result(name, value, values, count, target, alpha, tol, scheme)
+
+
+def _tpr_result(name: str, value, values: dict, count, target: float, alpha: float,
+                tol: float, scheme, note: str = "") -> Result:
+    from dpcalc.api.dpsgd import EPOCHS, steps_for
+
     values[name] = value
     if count is EPOCHS:
         values["steps"] = steps_for(values["epochs"], values["q"])
@@ -166,12 +193,48 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         method="pld", direction="upper" if name == "sigma" else "lower",
         reference=REFS["DRS19"].short,
         notes=(f"{name} solved so that no membership-inference test exceeds TPR {target:g} at "
-               f"FPR {alpha:g} (certified PLD profile)",),
+               f"FPR {alpha:g} ({'exact trade-off' if note else 'certified PLD profile'})",),
         symbols={"q": "q", "sigma": "σ", "epochs": "epochs", "steps": "steps", "tpr": "TPR",
                  "fpr": "FPR"})
     return _risk.attach(result, risk_of(values["q"], values["sigma"], values["steps"], tol,
                                         (alpha,), None, certificate=(alpha, target),
                                         scheme=scheme))
+
+
+def _gaussian_run_solve(name: str, values: dict, target: float, alpha: float):
+    """σ (smallest), steps or epochs (largest) of a q = 1 run whose exact TPR bound at α is
+    at most the target: μ* = Φ⁻¹(T) − Φ⁻¹(α) [DRS19, Eq (6)] gives σ = √steps/μ* and
+    steps = ⌊(μ*σ)²⌋; each is then moved (σ up, steps down) until the forward question's
+    bound (μ rounded up, risk_of) meets the target, and σ's neighbour one step down fails."""
+    from dpcalc.api.dpsgd import MAX_STEPS, steps_for
+    from dpcalc.relations import risk as rrel
+
+    def meets(sigma: float, steps: int) -> bool:
+        block = risk_of(1.0, sigma, steps, 1e-3, (alpha,), None)
+        return block["tpr"][0]["upper"] <= target
+
+    mu = rrel.gaussian_mu_for_tpr(target, alpha)
+    if not mu > 0.0:
+        raise InfeasibleError(f"TPR {target:g} at FPR {alpha:g} is met by no noise: even "
+                              "a test that ignores the data reaches TPR = FPR")
+    if name == "sigma":
+        steps = values.get("steps") or steps_for(values["epochs"], 1.0)
+        sigma = math.sqrt(steps) / mu
+        for k in range(60):
+            if meets(sigma, steps):
+                break
+            sigma *= 1.0 + 2.0 ** -52 * 4.0 ** k
+        # (the closed form lands within a few ulps: step back while the smaller σ passes)
+        while meets(math.nextafter(sigma, 0.0), steps):
+            sigma = math.nextafter(sigma, 0.0)
+        return sigma
+    sigma = values["sigma"]
+    most = min(MAX_STEPS, math.floor((mu * sigma) ** 2) + 1)
+    while most >= 1 and not meets(sigma, most):
+        most -= 1
+    if most < 1:
+        raise InfeasibleError("not even one step meets the target at this σ")
+    return most
 
 
 def _round_trip(value, name: str, values: dict, tol: float, alpha: float, target: float,
