@@ -317,7 +317,7 @@ def compose_plan(records: list[dict], *, total_epsilon: object, total_delta: obj
     td = TOTAL_DELTA.parse(total_delta) if total_delta is not None else None
     plan = _Plan(recs, tolerance)
     n_mech = None if any(r.count is None for r in recs) else sum(r.count for r in recs)
-    notes = [_how(recs, plan.gaussian)]
+    notes = [_how(recs, plan.gaussian, pure=td == 0.0)]
     from dpcalc.api import _risk
 
     target = _risk.parse_target(tpr, fprs, {"total_epsilon": total_epsilon,
@@ -369,7 +369,11 @@ def _reference(gaussian: bool) -> str:
     return REFS["DRS19" if gaussian else "KJH20"].short
 
 
-def _how(recs: list[_Rec], gaussian: bool) -> str:
+def _how(recs: list[_Rec], gaussian: bool, pure: bool = False) -> str:
+    if pure and not gaussian:
+        return ("total δ = 0 (pure DP): the sum of every mechanism's largest privacy loss, "
+                "n·ε₀ per record, which is what they compose to (rounded up; exact where a "
+                "record states ε₀ exactly: Laplace Δ/b, an (ε, 0) point)")
     if gaussian:
         return ("every record is a Gaussian mechanism: composed exactly as one Gaussian with "
                 "μ² = Σ n·(Δ/σ)² (Dong, Roth & Su 2019)")

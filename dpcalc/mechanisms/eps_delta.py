@@ -14,6 +14,7 @@ composition of (ε, δ) guarantees [KOV15, Thm 3.3], so a plan that mixes mechan
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -69,6 +70,10 @@ class EpsDelta:
         lo = -self.eps * (1 + 1e-12) - 1e-300
         hi = self.eps * (1 + 1e-12) + 1e-300 if self.ld == -math.inf else math.inf
         return lo, hi
+
+    def exact_loss_top(self, direction: str) -> Fraction:
+        """The largest finite loss, ε, exactly (loss_bounds rounds it outward)."""
+        return Fraction(self.eps)
 
     def finite_loss_bounds(self, direction: str) -> tuple[float, float]:
         """loss_bounds of the finite atoms ±ε alone (the δ at +∞ aside)."""

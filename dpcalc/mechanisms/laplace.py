@@ -9,6 +9,8 @@ dpcalc.mechanisms.subsampled_laplace).
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from dpcalc.mechanisms.gaussian import noise_per_sensitivity
 from dpcalc.mechanisms.subsampled_laplace import SubsampledLaplace
 
@@ -20,9 +22,15 @@ class Laplace(SubsampledLaplace):
 
     def __init__(self, scale: float, sensitivity: float = 1.0):
         super().__init__(1.0, noise_per_sensitivity(scale, sensitivity))
+        self._top = Fraction(float(sensitivity)) / Fraction(float(scale))
 
     def __repr__(self) -> str:
         return f"Laplace(scale/sensitivity={self.b!r})"
+
+    def exact_loss_top(self, direction: str) -> Fraction:
+        """sup L = Δ/b exactly, as a rational of the given doubles (the loss_bounds edge is
+        rounded outward): a pure-DP budget of ten Laplace(2) releases is exactly 5."""
+        return self._top
 
     @classmethod
     def from_record(cls, v: dict) -> Laplace:
@@ -30,4 +38,4 @@ class Laplace(SubsampledLaplace):
         return cls(float(v["scale"]), float(v.get("sensitivity", 1.0)))
 
     def key(self):
-        return ("laplace", self.b)
+        return ("laplace", self.b, self._top)

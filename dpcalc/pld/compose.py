@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 from dataclasses import astuple, replace
+from fractions import Fraction
 
 import numpy as np
 
@@ -45,19 +46,35 @@ def _n_fixed(fixed) -> int:
     return sum(n for _, n in fixed)
 
 
-def _hi_fixed(fixed, direction: str) -> float:
-    """Σ n·sup L over the fixed items (their hard upper edges; inf if any is unbounded)."""
-    tot = 0.0
-    for p, n in fixed:
-        tot = tot + n * p.loss_bounds(_pd(p, direction))[1]
-    return tot
+def _sum_tops(items, direction: str, finite: bool = False) -> float:
+    """Σ n·sup L over items [(pair, n)], rounded up; inf if a loss is unbounded above.
+    ``finite``: the finite losses' tops (``finite_loss_bounds``, for pairs with an atom at
+    +∞).  Exact (the smallest double at or above the rational sum) when every pair states
+    its top exactly (``exact_loss_top``), else the float sum padded by 1e-12 relative."""
+    hi, exact, total = 0.0, True, Fraction(0)
+    for p, n in items:
+        d = _pd(p, direction)
+        bounds = getattr(p, "finite_loss_bounds", p.loss_bounds) if finite else p.loss_bounds
+        top = bounds(d)[1]
+        if not math.isfinite(top):
+            return math.inf
+        hi = hi + n * top
+        get = getattr(p, "exact_loss_top", None)
+        fr = get(d) if get is not None else None
+        if fr is None:
+            exact = False
+        elif exact:
+            total += n * fr
+    if exact:
+        f = float(total)
+        return f if Fraction(f) >= total else math.nextafter(f, math.inf)
+    return math.nextafter(hi * (1 + 1e-12), math.inf)
 
 
 def _eps_zero_beyond(pair, fixed, direction: str, steps: int) -> float:
     """An ε beyond which δ(ε) of this direction is exactly 0 (the loss is bounded by the
     sum of the hard edges), rounded up; inf if the loss is unbounded."""
-    hi = _hi_fixed(fixed, direction) + steps * pair.loss_bounds(_pd(pair, direction))[1]
-    return math.nextafter(hi * (1 + 1e-12), math.inf) if math.isfinite(hi) else math.inf
+    return _sum_tops(tuple(fixed) + ((pair, steps),), direction)
 
 
 def _inf_mass(items, direction: str) -> tuple[float, float]:
@@ -75,11 +92,7 @@ def _inf_mass(items, direction: str) -> tuple[float, float]:
 def _eps_finite_beyond(pair, fixed, direction: str, steps: int) -> float:
     """_eps_zero_beyond of the finite losses alone (``finite_loss_bounds``, for pairs with an
     atom at +∞): beyond it δ(ε) of this direction is exactly the P-mass at +∞."""
-    hi = 0.0
-    for p, n in tuple(fixed) + ((pair, steps),):
-        get = getattr(p, "finite_loss_bounds", p.loss_bounds)
-        hi = hi + n * get(_pd(p, direction))[1]
-    return math.nextafter(hi * (1 + 1e-12), math.inf) if math.isfinite(hi) else math.inf
+    return _sum_tops(tuple(fixed) + ((pair, steps),), direction, finite=True)
 
 
 _SCOUT_LOG_DELTA = -300.0     # Chernoff guesses of log δ below this: a coarse pass first

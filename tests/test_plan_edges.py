@@ -1,4 +1,5 @@
-"""Plans with (ε, δ) points asked for a total δ just above the P-mass the points put at +∞.
+"""Plans at their edges: (ε, δ) points asked for a total δ just above the P-mass they put at +∞,
+and pure-DP (δ = 0) sums of the mechanisms' largest losses.
 
 Each point is the worst-case pair of an (ε, δ) guarantee [KOV15, Thm 2.1]: loss +∞ with
 P-mass δ, ±ε otherwise.  The composition puts 1 − Π(1 − δ_i) at +∞, and δ(ε) is that mass
@@ -134,3 +135,37 @@ def test_the_composed_mass_at_infinity_is_the_product_form():
     assert accountant.log_mass_at_infinity(items) <= math.log(m)
     up = accountant.epsilon_bounds(items, math.log(0.5 * (m + 5e-3)))[1]
     assert up <= 5.0 * (1 + 1e-11)
+
+
+# ---- pure DP (δ = 0) and the finite tops: exact sums of the stated ε₀ ----
+
+def _laplaces(scale, count, sensitivity=1.0):
+    return [{"mechanism": "laplace", "scale": scale, "sensitivity": sensitivity,
+             "count": count}]
+
+
+def test_ten_laplace_releases_of_scale_2_spend_exactly_5_and_fit_in_5():
+    # before: 5.000000000010002 (the edge 1/b padded by 1e-12), and a count of 9 in ε = 5
+    assert compose(records=_laplaces(2.0, 10), total_delta=0.0).value == 5.0
+    assert compose(records=_laplaces(2.0, None), total_epsilon=5.0, total_delta=0.0).value == 10
+    assert compose(records=_laplaces(3.0, 3), total_delta=0.0).value == 1.0
+
+
+@pytest.mark.parametrize(("scale", "sensitivity", "count"), [(0.3, 0.1, 7), (3.0, 1.0, 5),
+                                                              (1.7, 2.3, 11)])
+def test_a_pure_laplace_sum_is_the_smallest_double_above_the_rational(scale, sensitivity,
+                                                                     count):
+    from fractions import Fraction
+
+    exact = count * Fraction(sensitivity) / Fraction(scale)
+    got = compose(records=_laplaces(scale, count, sensitivity), total_delta=0.0).value
+    assert Fraction(got) >= exact
+    assert Fraction(math.nextafter(got, 0.0)) < exact
+
+
+def test_points_beside_a_laplace_spend_exactly_their_mass_at_infinity_beyond_the_tops():
+    # ε = 3.5 = 3·1 + 1/2: every finite loss is at most ε, δ(ε) is the mass at +∞ (the
+    # bracket was [3.0e-6, 1.04e-4] before: the 1e-12 pads put ε just below the tops)
+    r = compose(records=_plan(3, laplace_b=2), total_epsilon=3.5)
+    m = -math.expm1(3 * math.log1p(-1e-6))
+    assert m <= r.value <= m * (1 + 1e-9)
