@@ -13,6 +13,7 @@ from dpcalc.api import _risk, _risk_pld
 from dpcalc.api._common import leave_one_out
 from dpcalc.api._dpsgd_items import run_items
 from dpcalc.errors import InfeasibleError, UsageError
+from dpcalc.numeric.directed import MACHINE_EPSILON, UNIT_ROUNDOFF
 from dpcalc.result import Result
 
 
@@ -22,7 +23,7 @@ def _gdp_mu(q: float, sigma: float, steps: int) -> float:
 
 
 # μ = √T/σ: two roundings (sqrt, division) of at most u each; padded by 4u either way
-_MU_PAD = 4.0 * 2.0 ** -53
+_MU_PAD = 4.0 * UNIT_ROUNDOFF
 _Q1_NOTE = ("q = 1: the run is the Gaussian mechanism with μ = √steps/σ, its trade-off "
             "exact (Dong, Roth & Su 2019, Cor 3.3)")
 
@@ -223,7 +224,7 @@ def _gaussian_run_solve(name: str, values: dict, target: float, alpha: float):
         for k in range(60):
             if meets(sigma, steps):
                 break
-            sigma *= 1.0 + 2.0 ** -52 * 4.0 ** k
+            sigma *= 1.0 + MACHINE_EPSILON * 4.0 ** k
         # (the closed form lands within a few ulps: step back while the smaller σ passes)
         while meets(math.nextafter(sigma, 0.0), steps):
             sigma = math.nextafter(sigma, 0.0)
