@@ -214,6 +214,7 @@ class _Plan:
     def __init__(self, recs: list[_Rec], tolerance: float):
         self.recs = recs
         self.tol = tolerance
+        self.td_given = None        # the --total-delta as given (see _at_own_delta)
         self.gaussian = all(r.kind == "gaussian" for r in recs)
 
     def items(self, fill=None):
@@ -251,9 +252,37 @@ class _Plan:
         try:
             lo, up = _certified(lambda: accountant.epsilon_bounds(items, log_td, self.tol))
         except BelowInfinityMass:
+            top = self._at_own_delta(fill, log_td)
+            if top is not None:
+                return top, None
             raise InfeasibleError("no total ε meets --total-delta: it is at or below the δ "
                                   "the records spend at any ε (1 − Π(1 − δ_i))") from None
         return up, (lo, up)
+
+    def _at_own_delta(self, fill, log_td: float):
+        """The sum of the largest finite losses when the only δ the records spend is one
+        point's, once, and the total δ (the one given: its log is log_td) is at least that δ,
+        compared as the numbers given: δ(ε) is then exactly that δ beyond the sum.  None
+        otherwise (the engine's verdict, from logarithms rounded outward, stands)."""
+        from dpcalc.pld import accountant
+
+        td = self.td_given
+        if td is None or log_of(td) != log_td:
+            return None
+
+        spent = []
+        for i, r in enumerate(self.recs):
+            count = fill[2] if fill is not None and fill[0] == i and fill[1] == "count" \
+                else r.count
+            d = r.values.get("delta") if r.kind == "point" else None
+            if fill is not None and fill[0] == i and fill[1] == "delta":
+                d = fill[2]
+            if d:
+                spent.append((d, count))
+        if len(spent) != 1 or spent[0][1] != 1 or not td >= spent[0][0]:
+            return None
+        top = accountant.epsilon_beyond_finite_losses(self.items(fill))
+        return top if math.isfinite(top) else None
 
     def log_delta(self, te: float, fill=None):
         """(upper bound on log total δ, log bracket or None when exact)."""
@@ -316,6 +345,7 @@ def compose_plan(records: list[dict], *, total_epsilon: object, total_delta: obj
     te = TOTAL_EPSILON.parse(total_epsilon) if total_epsilon is not None else None
     td = TOTAL_DELTA.parse(total_delta) if total_delta is not None else None
     plan = _Plan(recs, tolerance)
+    plan.td_given = td
     n_mech = None if any(r.count is None for r in recs) else sum(r.count for r in recs)
     notes = [_how(recs, plan.gaussian, pure=td == 0.0)]
     from dpcalc.api import _risk

@@ -81,28 +81,37 @@ def _logsumexp(a) -> float:
 def _log_mass_any(parts) -> tuple[float, float]:
     """(lower, upper) bounds on log(1 − Π(1 − p_i)^{n_i}) over parts [(log p_i, n_i)]: the
     P-mass at +∞ of a composition whose n_i copies of item i each put p_i there (one copy
-    at +∞ puts the sum there) [KOV15].  Exact for one part with n = 1; otherwise the double
-    evaluation (log1p, expm1, log: a few roundings of a value ≥ −inf) padded by 1e-12
-    relative each way.  Masses below e^-700 (p_i underflows) enter as n_i·p_i (their
-    union bound, within 1e-290 relative of the product form)."""
+    at +∞ puts the sum there) [KOV15].
+
+    Each log p_i is itself a rounded logarithm (of a δ the user gave, or an upper bound):
+    p_i is known to a relative (|log p_i| + 2)u, and the evaluation (exp, log1p, the sum of
+    k parts, expm1, log) adds (6 + k)u relative to the mass (|s|e^s/(1 − e^s) ≤ 1 carries
+    the sum's relative error through expm1) and u|v| to its log v; both are padded twice.
+    A part with log p_i ≥ 0 makes the upper end 0 (and is left out of the lower end).
+    Masses below e^-700 (p_i underflows) enter as n_i·p_i (the union bound, within their
+    own size, < 1e-290, of the product form)."""
     parts = [(float(lp), int(n)) for lp, n in parts if lp > -math.inf and n > 0]
+    saturated = any(lp >= 0.0 for lp, _ in parts)
+    parts = [(lp, n) for lp, n in parts if lp < 0.0]
     if not parts:
-        return -math.inf, -math.inf
-    if len(parts) == 1 and parts[0][1] == 1:
-        return parts[0][0], parts[0][0]
+        return -math.inf, (0.0 if saturated else -math.inf)
+    rel_p = 2.0 * _U * (max(abs(lp) for lp, _ in parts) + 2.0)
     log_none, tiny = 0.0, []
     for lp, n in parts:
         if lp < -700.0:
             tiny.append(math.log(n) + lp)
         else:
-            log_none += n * math.log1p(-math.exp(min(lp, 0.0)))
+            log_none += n * math.log1p(-math.exp(lp))
     v = math.log(-math.expm1(log_none)) if log_none < 0.0 else -math.inf
+    tiny_mass = 0.0
     if tiny:
-        v = float(np.logaddexp(v, _logsumexp(np.array(tiny))))
+        lt = _logsumexp(np.array(tiny))
+        v = float(np.logaddexp(v, lt))
+        tiny_mass = math.exp(lt)
     if v == -math.inf:
-        return v, v
-    pad = 1e-12 * (1.0 + abs(v))
-    return v - pad, min(0.0, v + pad)
+        return v, (0.0 if saturated else v)
+    pad = 2.0 * (rel_p + (6 + len(parts)) * _U + tiny_mass) + 2.0 * _U * abs(v)
+    return v - pad, (0.0 if saturated else min(0.0, v + pad))
 
 
 def _slog(v) -> float:

@@ -35,9 +35,9 @@ from dpcalc.pld.pair import DominatingPair
 from dpcalc.pld.plan import tilt_retry
 from dpcalc.pld.pmf import _SPLIT_NOISE_FITTED
 
-__all__ = ["Profile", "certify_epsilon", "epsilon_at_delta_zero", "epsilon_bounds",
-           "epsilon_curve", "epsilon_upper", "log_delta_bounds", "log_delta_profile",
-           "log_mass_at_infinity", "loss_variance"]
+__all__ = ["Profile", "certify_epsilon", "epsilon_at_delta_zero",
+           "epsilon_beyond_finite_losses", "epsilon_bounds", "epsilon_curve", "epsilon_upper",
+           "log_delta_bounds", "log_delta_profile", "log_mass_at_infinity", "loss_variance"]
 
 
 def _canonical(items) -> list[tuple[DominatingPair, int]]:
@@ -71,6 +71,15 @@ def epsilon_at_delta_zero(items: Sequence[tuple[DominatingPair, int]]) -> float:
     is met by no ε then)."""
     pair, n, fixed = _split(items)
     return max(_eps_zero_beyond(pair, fixed, d, n)
+               for d in _directions([p for p, _ in _canonical(items)]))
+
+
+def epsilon_beyond_finite_losses(items: Sequence[tuple[DominatingPair, int]]) -> float:
+    """The larger direction's Σ n·(largest finite loss) (compose._eps_finite_beyond: exact
+    where the pairs state it), inf when a finite loss is unbounded: beyond it δ(ε) is
+    exactly the P-mass at +∞."""
+    pair, n, fixed = _split(items)
+    return max(_eps_finite_beyond(pair, fixed, d, n)
                for d in _directions([p for p, _ in _canonical(items)]))
 
 

@@ -302,27 +302,22 @@ def _budget_beside_infinity(pair, steps_list, log_delta, fixed):
     the error budgets are sized for it (sized for δ, they exceeded it where δ lies just above
     m∞: three (1, 1e-6) points beside a Gaussian at a total δ of 3.000001e-6).  With m∞ > 0
     the caps are _eps_finite_beyond per count (δ(ε) = m∞ ≤ δ beyond them).  A δ at most m∞
-    is met by no ε (BelowInfinityMass) unless m∞ is exact (one point, n = 1), δ equals it and
-    the finite losses are bounded: then the caps are the answer, and log δ_b is None."""
+    (rounded up) is met by no ε that this can certify (BelowInfinityMass; a δ equal to one
+    point's own is decided by the caller, which knows the δ it was given)."""
     dirs = _directions(_pairs(pair, fixed))
     items = tuple(fixed) + ((pair, steps_list[-1]),)
-    bounds = [_inf_mass(items, d) for d in dirs]
-    m_lo, m_hi = max(b[0] for b in bounds), max(b[1] for b in bounds)
+    m_hi = max(_inf_mass(items, d)[1] for d in dirs)
     if m_hi == -math.inf:
         return log_delta, None
     caps = [max(_eps_finite_beyond(pair, fixed, d, t) for d in dirs) for t in steps_list]
     if log_delta > m_hi:
         return float(_log_sub(log_delta, m_hi)), caps
-    if m_lo == m_hi == log_delta and all(math.isfinite(c) for c in caps):
-        return None, caps
     raise BelowInfinityMass("δ is at or below the P-mass at +∞ of the plan")
 
 
 def _eps_core(pair, steps_list, log_delta, tolerance, fixed=(), quick=False,
               stop_above=math.inf, for_solve=False):
     budget, caps = _budget_beside_infinity(pair, steps_list, log_delta, fixed)
-    if budget is None:
-        return [(0.0, c) for c in caps]
     try:
         return _eps_groups(pair, steps_list, log_delta, tolerance, fixed, quick, stop_above,
                            for_solve, budget, caps)

@@ -28,8 +28,9 @@ class _Final:
                  lpinf: float, pess: bool, off: float = 0.0,
                  totals: tuple[float, float, float] | None = None):
         """d composed from `steps` copies of one law (one-step log-MGF c, +∞ mass e^{lpinf},
-        grid offset off); or, for a heterogeneous plan, totals = (Σ k·off, Σ k·c,
-        log Σ k·p∞) over its items (then steps, c, lpinf and off are ignored)."""
+        grid offset off); or, for a heterogeneous plan, totals = (Σ k·off, Σ k·c, log of
+        the composed +∞ mass 1 − Π(1 − p∞)^k rounded up) over its items (then steps, c,
+        lpinf and off are ignored)."""
         h = h0 * 2.0 ** d.s
         self.pess = pess
         self.lam = lam
