@@ -19,7 +19,6 @@ import pytest
 from dpcalc.api.compose import compose
 from dpcalc.errors import InfeasibleError
 from dpcalc.mechanisms.eps_delta import EpsDelta
-from dpcalc.mechanisms.gaussian import Gaussian
 from dpcalc.pld import BelowInfinityMass, accountant
 from tests.cli_helpers import run
 

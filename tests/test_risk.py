@@ -353,3 +353,28 @@ def test_q_one_forward_risk_is_the_exact_trade_off():
             exact = float(mpmath.ncdf(mpmath.sqrt(2) * mpmath.erfinv(2 * mpmath.mpf(
                 row["fpr"]) - 1) + mu))
         assert row["lower"] <= exact <= row["upper"] <= exact * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("tpr, fpr, steps", [(0.9999999, 0.01, 1), (0.99999999, 0.01, 3),
+                                             (0.011, 0.01, 1), (0.5, 0.499, 10**6)])
+def test_q_one_sigma_at_extreme_targets_is_the_closed_form(tpr, fpr, steps):
+    # targets within 1e-7 of 1 or 1e-5 of the FPR: the ulp-by-ulp step back ran 1e4-1e15
+    # exact evaluations (a hang, helper-35); the solver bisects from the closed form
+    import dpcalc
+
+    exact = float(mpmath.sqrt(steps) / _gauss_mu_exact(tpr, fpr))
+    r = dpcalc.dpsgd(q=1, steps=steps, tpr=tpr, fpr=fpr)
+    assert exact <= r.value <= exact * (1 + 1e-9)
+    assert r.extra["risk"]["tpr"][0]["upper"] <= tpr
+
+
+@pytest.mark.parametrize("tpr, fpr, steps", [(0.776, 0.000417, 100), (0.5, 0.499, 10**6)])
+def test_q_one_sigma_as_printed_passes_the_gate(capsys, tpr, fpr, steps):
+    # the printed σ is read back rounded down (the private side for an input): the smallest
+    # passing double printed as its shortest repr read back one ulp lower and failed the gate
+    out = run(capsys, "dpsgd", "--q", "1", "--steps", str(steps), "--tpr", str(tpr),
+              "--fpr", str(fpr), "--value")
+    assert out.code == 0
+    gate = run(capsys, "dpsgd", "--q", "1", "--steps", str(steps), "--sigma", out.out.strip(),
+               "--delta", "1e-5", "--fpr", str(fpr), "--max-tpr", str(tpr), "--value")
+    assert gate.code == 0, gate.err

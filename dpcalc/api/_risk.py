@@ -98,25 +98,33 @@ def _point_of(parameters: dict, eps_key: str, delta_key: str) -> tuple | None:
 
 
 def exact_block(kind: str, sensitivity: float, noise: float, fprs,
-                point: tuple | None, rel_pad: float = 0.0, note: str = "") -> dict:
+                point: tuple | None) -> dict:
     """Risk of the Gaussian (μ = Δ/σ) or Laplace (μ = Δ/b) mechanism, exact.
 
-    μ is rounded up for the upper bounds and down for the lower ones (TPR grows with μ), by
-    one ulp and a relative ``rel_pad`` (for a Δ that was itself rounded, e.g. √T).
+    μ is rounded up for the upper bounds and down for the lower ones (TPR grows with μ).
     """
     mu = sensitivity / noise
     from dpcalc.relations import risk as rel
 
     tpr_fn = rel.gaussian_tpr if kind == "gaussian" else rel.laplace_tpr
     adv_fn = rel.gaussian_advantage if kind == "gaussian" else rel.laplace_advantage
-    mu_lo = math.nextafter(mu * (1.0 - rel_pad), 0.0)
-    mu_hi = math.nextafter(mu * (1.0 + rel_pad), math.inf)
+    mu_lo, mu_hi = math.nextafter(mu, 0.0), math.nextafter(mu, math.inf)
 
     def tpr(a):
         return tpr_fn(mu_lo, a)[0], tpr_fn(mu_hi, a)[1]
 
     adv = adv_fn(mu_lo)[0], adv_fn(mu_hi)[1]
-    return _block("exact", fprs, tpr, adv, point, note)
+    return _block("exact", fprs, tpr, adv, point)
+
+
+def gaussian_mu_block(mu, fprs, point: tuple | None, note: str = "") -> dict:
+    """Risk of the Gaussian trade-off G_μ with μ given exactly (an mpf at 40 digits, or a
+    double): TPR(α) = Φ(Φ⁻¹(α) + μ) and the advantage 2Φ(μ/2) − 1, each rounded outward
+    [DRS19, Eq (6), Prop 2.12]."""
+    from dpcalc.relations import risk as rel
+
+    return _block("exact", fprs, lambda a: rel.gaussian_tpr(mu, a),
+                  rel.gaussian_advantage(mu), point, note)
 
 
 def point_block(parameters: dict, eps_key: str, delta_key: str, fprs,

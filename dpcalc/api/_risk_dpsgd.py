@@ -13,7 +13,6 @@ from dpcalc.api import _risk, _risk_pld
 from dpcalc.api._common import leave_one_out
 from dpcalc.api._dpsgd_items import run_items
 from dpcalc.errors import InfeasibleError, UsageError
-from dpcalc.numeric.directed import MACHINE_EPSILON, UNIT_ROUNDOFF
 from dpcalc.result import Result
 
 
@@ -22,10 +21,17 @@ def _gdp_mu(q: float, sigma: float, steps: int) -> float:
     return q * math.sqrt(steps * math.expm1(min(1.0 / (sigma * sigma), 700.0)))
 
 
-# μ = √T/σ: two roundings (sqrt, division) of at most u each; padded by 4u either way
-_MU_PAD = 4.0 * UNIT_ROUNDOFF
 _Q1_NOTE = ("q = 1: the run is the Gaussian mechanism with μ = √steps/σ, its trade-off "
             "exact (Dong, Roth & Su 2019, Cor 3.3)")
+
+
+def _run_mu(sigma: float, steps: int):
+    """μ = √T/σ at 40 digits (an mpf, from the exact double σ: no pad; a μ rounded to a
+    double and padded made steps solves one short where (μ*σ)² is an integer; helper-35)."""
+    import mpmath as mp
+
+    with mp.workdps(40):
+        return mp.sqrt(int(steps)) / mp.mpf(sigma)
 
 
 def _gaussian_run(q: float, scheme) -> bool:
@@ -40,8 +46,7 @@ def risk_of(q: float, sigma: float, steps: int, tolerance: float, fprs,
     of its items (run_items: the pairs of its scheme), or (said so) the (ε, δ) point when
     the PLD grid cannot certify it."""
     if _gaussian_run(q, scheme):
-        return _risk.exact_block("gaussian", math.sqrt(steps), sigma, fprs, point,
-                                 rel_pad=_MU_PAD, note=_Q1_NOTE)
+        return _risk.gaussian_mu_block(_run_mu(sigma, steps), fprs, point, note=_Q1_NOTE)
     items = run_items(q, sigma, steps, scheme)
     return _risk_pld.risk_of(items, tolerance, fprs, point, certificate, what="run")
 
@@ -203,12 +208,15 @@ def _tpr_result(name: str, value, values: dict, count, target: float, alpha: flo
 
 
 def _gaussian_run_solve(name: str, values: dict, target: float, alpha: float):
-    """σ (smallest), steps or epochs (largest) of a q = 1 run whose exact TPR bound at α is
-    at most the target: μ* = Φ⁻¹(T) − Φ⁻¹(α) [DRS19, Eq (6)] gives σ = √steps/μ* and
-    steps = ⌊(μ*σ)²⌋; each is then moved (σ up, steps down) until the forward question's
-    bound (μ rounded up, risk_of) meets the target, and σ's neighbour one step down fails."""
-    from dpcalc.api.dpsgd import MAX_STEPS, steps_for
+    """σ (smallest), steps or epochs (largest) of a q = 1 run whose exact TPR bound at α
+    (the forward question's, risk_of) is at most the target, by the one solver from the
+    closed form μ* = Φ⁻¹(T) − Φ⁻¹(α) [DRS19, Eq (6)]: σ = √steps/μ*, steps = ⌊(μ*σ)²⌋.  A σ
+    is moved up until the number as printed, read back as the CLI reads it (rounded down),
+    still meets the target (a bisection's answer can be the smallest passing double, whose
+    shortest repr reads back one ulp lower: helper-35)."""
+    from dpcalc.api.dpsgd import MAX_STEPS, NOISE, SIGMA_EVAL_MAX, SIGMA_SOLVE_MIN, STEPS, steps_for
     from dpcalc.relations import risk as rrel
+    from dpcalc.solve import solve_unknown
 
     def meets(sigma: float, steps: int) -> bool:
         block = risk_of(1.0, sigma, steps, 1e-3, (alpha,), None)
@@ -220,22 +228,18 @@ def _gaussian_run_solve(name: str, values: dict, target: float, alpha: float):
                               "a test that ignores the data reaches TPR = FPR")
     if name == "sigma":
         steps = values.get("steps") or steps_for(values["epochs"], 1.0)
-        sigma = math.sqrt(steps) / mu
-        for k in range(60):
-            if meets(sigma, steps):
+        guess = min(max(math.sqrt(steps) / mu, SIGMA_SOLVE_MIN), SIGMA_EVAL_MAX)
+        sigma = solve_unknown(NOISE, lambda s_: meets(s_, steps), low=SIGMA_SOLVE_MIN,
+                              low_open=True, high=SIGMA_EVAL_MAX, rtol=1e-12, guess=guess,
+                              guess_rtol=1e-9)
+        for _ in range(60):
+            if meets(float(NOISE.parse(repr(float(sigma)))), steps):
                 break
-            sigma *= 1.0 + MACHINE_EPSILON * 4.0 ** k
-        # (the closed form lands within a few ulps: step back while the smaller σ passes)
-        while meets(math.nextafter(sigma, 0.0), steps):
-            sigma = math.nextafter(sigma, 0.0)
+            sigma = math.nextafter(sigma, math.inf)
         return sigma
     sigma = values["sigma"]
-    most = min(MAX_STEPS, math.floor((mu * sigma) ** 2) + 1)
-    while most >= 1 and not meets(sigma, most):
-        most -= 1
-    if most < 1:
-        raise InfeasibleError("not even one step meets the target at this σ")
-    return most
+    guess = int(min(MAX_STEPS, max(1.0, math.floor((mu * sigma) ** 2))))
+    return solve_unknown(STEPS, lambda n: meets(sigma, n), guess=guess)
 
 
 def _round_trip(value, name: str, values: dict, tol: float, alpha: float, target: float,
