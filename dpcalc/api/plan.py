@@ -269,7 +269,6 @@ class _Plan:
         td = self.td_given
         if td is None or log_of(td) != log_td:
             return None
-
         spent = []
         for i, r in enumerate(self.recs):
             count = fill[2] if fill is not None and fill[0] == i and fill[1] == "count" \
