@@ -80,7 +80,8 @@ class EpsDelta:
         return self.loss_bounds(direction)[0], self.eps * (1 + 1e-12) + 1e-300
 
     def log_mass_at_infinity(self, direction: str) -> float:
-        """log P(L = +∞) = log δ, exactly (the atom of P that Q does not have) [KOV15]."""
+        """log P(L = +∞) = log δ (the atom of P that Q does not have) [KOV15], the double
+        nearest it: callers pad it by its rounding (pld._core._log_mass_any)."""
         return self.ld
 
     def support(self, direction: str, log_eta: float) -> tuple[float, float]:

@@ -23,12 +23,12 @@ from dpcalc.pld.compose import (
     _delta_passes,
     _directions,
     _eps_finite_beyond,
-    _eps_zero_beyond,
     _first_rho,
     _inf_mass,
     _log_eta,
     _next_rho,
     _plans_delta,
+    _sum_tops,
 )
 from dpcalc.pld.eps_search import _eps_core, _plans_eps
 from dpcalc.pld.pair import DominatingPair
@@ -67,20 +67,20 @@ def _split(items):
 
 def epsilon_at_delta_zero(items: Sequence[tuple[DominatingPair, int]]) -> float:
     """ε(0) of a plan: the larger direction's Σ n·sup L (the pairs' hard upper edges, exact
-    or outward, rounded up: compose._eps_zero_beyond), inf when a loss is unbounded (δ = 0
-    is met by no ε then)."""
-    pair, n, fixed = _split(items)
-    return max(_eps_zero_beyond(pair, fixed, d, n)
-               for d in _directions([p for p, _ in _canonical(items)]))
+    or outward, rounded up: compose._sum_tops), inf when a loss is unbounded (δ = 0 is met
+    by no ε then)."""
+    return _tops(items, finite=False)
 
 
 def epsilon_beyond_finite_losses(items: Sequence[tuple[DominatingPair, int]]) -> float:
-    """The larger direction's Σ n·(largest finite loss) (compose._eps_finite_beyond: exact
-    where the pairs state it), inf when a finite loss is unbounded: beyond it δ(ε) is
-    exactly the P-mass at +∞."""
-    pair, n, fixed = _split(items)
-    return max(_eps_finite_beyond(pair, fixed, d, n)
-               for d in _directions([p for p, _ in _canonical(items)]))
+    """The larger direction's Σ n·(largest finite loss), inf when a finite loss is
+    unbounded: beyond it δ(ε) is exactly the P-mass at +∞."""
+    return _tops(items, finite=True)
+
+
+def _tops(items, finite: bool) -> float:
+    items = _canonical(items)
+    return max(_sum_tops(items, d, finite) for d in _directions([p for p, _ in items]))
 
 
 def log_mass_at_infinity(items: Sequence[tuple[DominatingPair, int]]) -> float:

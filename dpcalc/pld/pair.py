@@ -64,13 +64,14 @@ Contract of each method (`direction` is "remove" or "add"; arrays are float64 nu
     for speed and tightness: every choice made from it is sound.
 
 ``log_mass_at_infinity(direction) -> float`` (optional)
-    A lower bound on log P(L = +∞) (absent: none claimed).  δ(ε) is at least the
-    composition's mass at +∞ at every ε: it lifts lower ends where the finite losses cannot
-    reach ε (an (ε, δ) point's δ), and the error budgets of an ε(δ) search are sized for
-    what δ leaves beside it (a heuristic: any budget is sound).
+    log P(L = +∞), the double nearest it (absent: none claimed); readers pad it by its
+    rounding both ways (pld._core._log_mass_any).  δ(ε) is at least the composition's mass
+    at +∞ at every ε: it lifts lower ends where the finite losses cannot reach ε (an (ε, δ)
+    point's δ), and the error budgets of an ε(δ) search are sized for what δ leaves beside
+    it (a heuristic: any budget is sound).
 
-``finite_loss_bounds(direction) -> (lo, hi)`` (optional, with an exact
-``log_mass_at_infinity``)
+``finite_loss_bounds(direction) -> (lo, hi)`` (optional, with ``log_mass_at_infinity``
+the mass's own log, not a bound on it)
     loss_bounds of the finite losses (hi finite where loss_bounds' is +inf only for the
     atom at +∞): beyond Σ n·hi, δ(ε) is exactly the mass at +∞, so an ε(δ) search whose
     δ is at least that mass (rounded up) answers at most Σ n·hi.
