@@ -121,16 +121,29 @@ def test_sigma_solve_stops_at_its_floor_with_a_note():
     assert out["value"] >= 1e-3 and any("smallest noise" in n for n in out["notes"])
 
 
-@pytest.mark.parametrize("args", [
-    ("--q", "1", "--sigma", "1e-5", "--steps", "100000", "--epsilon", "1e5"),
-    ("--q", "1", "--sigma", "1e-30", "--steps", "10000000000", "--epsilon", "1e-30"),
-])
+_OUT_OF_GRID = [("--sigma", "1e-5", "--steps", "100000", "--epsilon", "1e5"),
+                ("--sigma", "1e-30", "--steps", "10000000000", "--epsilon", "1e-30")]
+
+
+@pytest.mark.parametrize("args", _OUT_OF_GRID)
 def test_pld_out_of_range_answers_with_rdp_and_says_so(args):
-    done = cli("dpsgd", *args, "--json")
+    done = cli("dpsgd", "--q", "0.5", *args, "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["value"] == 1.0 and any("no guarantee" in n for n in out["notes"])
     assert any("cannot certify" in n for n in out["notes"])
+
+
+@pytest.mark.parametrize("args", _OUT_OF_GRID)
+def test_full_batch_out_of_the_grid_range_is_exact(args):
+    # q = 1 needs no grid (dpcalc.relations.full_batch): δ = 1 − (far below an ulp), certified
+    done = cli("dpsgd", "--q", "1", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["value"] == 1.0 and out["method"] == "pld"
+    assert out["bounds"]["lower"] >= 1.0 - 2.3e-16
+    assert not any("cannot certify" in n for n in out["notes"])
+    assert any("exact profile" in n for n in out["notes"])
 
 
 _EXTREMES = ["1e-300", "1e-30", "1e-5", "0.5", "1", "30", "700", "1e5", "1e15", "1e154",

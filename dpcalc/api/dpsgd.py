@@ -422,6 +422,8 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         method = "rdp"
     if main.clamp_note:
         notes.append(main.clamp_note)
+    if method == "pld" and values["q"] == 1.0:
+        notes.append(_Q1_NOTE)
     if unknown.name == "sigma" and value <= SIGMA_SOLVE_MIN * (1.0 + 1e-3):
         notes.append(f"σ = {SIGMA_SOLVE_MIN:g} is the smallest noise dpcalc solves for; it "
                      "meets the target, and a smaller σ may too")
@@ -455,6 +457,10 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
 
     return _risk.attach(result, risk_of(values["q"], values["sigma"], values["steps"], tol,
                                         fprs, (values["epsilon"], values["delta"])))
+
+
+_Q1_NOTE = ("q = 1: the steps are one Gaussian mechanism with μ = √steps/σ (Dong, Roth & Su "
+            "2019, Cor 3.3); ε and δ are its exact profile (Balle & Wang 2018, Thm 8)")
 
 
 def _answer_note(acc: Accountant, unknown: str, values: dict, value) -> str:
@@ -506,9 +512,10 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
         steps = steps_of(values, q)
         # seed the bracket with a secant root of the continuous upper bound (any guess is
         # safe: holds decides, and the solver returns the passing side)
-        rtol = 2e-5 if acc.name == "pld" else 1e-9  # the PLD bound is only 1e-3 tight
-        guess, guess_rtol = sigma_guess(acc, q, steps, eps, log_d,
-                                         8e-6 if acc.name == "pld" else 2e-10)
+        # the PLD bound is only 1e-3 tight (exact at q = 1: dpcalc.relations.full_batch)
+        gridded = acc.name == "pld" and q != 1.0
+        rtol = 2e-5 if gridded else 1e-9
+        guess, guess_rtol = sigma_guess(acc, q, steps, eps, log_d, 8e-6 if gridded else 2e-10)
         # low_open: the floor is not probed first (a bisection towards it returns a point
         # that passes, just above it, when it passes too)
         return solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),

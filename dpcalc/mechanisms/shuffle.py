@@ -105,24 +105,9 @@ def upper_epsilon(sigma: float, epochs: int, log_delta: float, relation: str = "
 
     References: BW18 (Thm 8), DRS19 (Cor 3.3).
     """
-    def ok(e: float) -> bool:
-        return upper_log_delta(sigma, epochs, e, relation, k) <= log_delta
+    from dpcalc.relations.gaussian import analytic_epsilon
 
-    if ok(0.0):
-        return 0.0
-    hi = 1.0
-    while not ok(hi):
-        hi *= 2.0
-        if hi > 1e12:
-            return math.inf
-    lo = 0.0
-    while hi - lo > 1e-13 * hi:
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return analytic_epsilon(sigma, log_delta, upper_sensitivity(epochs, relation, k))[0]
 
 
 # ---------------------------------------------------------------------------------------

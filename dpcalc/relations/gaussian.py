@@ -109,14 +109,62 @@ def analytic_log_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -
     return _analytic_log_delta_mp(sigma, epsilon, sensitivity)
 
 
-def _analytic_log_delta_mp(sigma: float, epsilon: float, sensitivity: float) -> float:
-    """[BW18, Thm 8] in mpmath; precision grows until 25 digits survive the cancellation."""
+def analytic_log_delta_lower(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
+    """A lower bound on log δ(ε) of the exact Gaussian privacy profile [BW18, Thm 8], in
+    mpmath (−inf where none is certified: past mpmath's ncdf, or a cancellation beyond 5000
+    digits).  With ``analytic_log_delta`` it brackets log δ(ε) to a few ulps.
+
+    References: BW18.
+    """
+    try:
+        return _analytic_log_delta_mp(sigma, epsilon, sensitivity, lower=True)
+    except NumericalError:
+        return -math.inf
+
+
+def analytic_epsilon(sigma: float, log_target: float,
+                     sensitivity: float = 1.0) -> tuple[float, float]:
+    """(ε, below): ε is the smallest ε (to ~1e-13 relative, on the passing side) with the
+    analytic upper bound on log δ(ε) [BW18, Thm 8] at most ``log_target``, so an upper bound
+    on the exact ε(δ); ``below`` < ε is the bisection's last failing point (0 when ε is 0,
+    +inf with ε when no ε up to 1e12 passes).  δ(ε) falls as ε grows, so the bisection
+    keeps ε passing.
+
+    References: BW18.
+    """
+    def ok(e: float) -> bool:
+        return log_delta("analytic", sigma, e, sensitivity) <= log_target
+
+    if ok(0.0):
+        return 0.0, 0.0
+    hi = 1.0
+    while not ok(hi):
+        hi *= 2.0
+        if hi > 1e12:
+            return math.inf, math.inf
+    lo = 0.0
+    while hi - lo > 1e-13 * hi:
+        mid = 0.5 * (lo + hi)
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi, lo
+
+
+def _analytic_log_delta_mp(sigma: float, epsilon: float, sensitivity: float,
+                           lower: bool = False) -> float:
+    """[BW18, Thm 8] in mpmath; precision grows until 25 digits survive the cancellation.
+    The double is moved two ulps up (``lower``: down) from the rounded value."""
     import mpmath
 
     mu_f = sensitivity / sigma
     # b = −μ/2 − ε/μ beyond −1e150 (σ near the bottom of the double range) is past mpmath's
-    # ncdf; the term e^ε Φ(b) is then dropped, which only enlarges δ (an upper bound)
+    # ncdf; the term e^ε Φ(b) is then dropped, which only enlarges δ (an upper bound; no
+    # lower bound is certified then)
     drop_t2 = -mu_f / 2.0 - epsilon / mu_f < -1e150
+    if drop_t2 and lower:
+        return -math.inf
     dps = 40
     while dps <= 5000:
         with mpmath.workdps(dps):
@@ -128,7 +176,8 @@ def _analytic_log_delta_mp(sigma: float, epsilon: float, sensitivity: float) -> 
             if diff > 0 and diff > t1 * mpmath.mpf(10) ** (25 - dps):
                 # about 25 correct digits: the float log is within an ulp or two
                 value = float(mpmath.log(diff))
-                return min(math.nextafter(math.nextafter(value, math.inf), math.inf), 0.0)
+                way = -math.inf if lower else math.inf
+                return min(math.nextafter(math.nextafter(value, way), way), 0.0)
         dps *= 2
     raise NumericalError(
         f"could not certify the Gaussian δ at σ={sigma!r}, ε={epsilon!r} (cancellation)")

@@ -18,7 +18,9 @@ the two inverses.  Every function returns a bracket: `upper` is never below the 
 `lower` never above it (ε ≥ 0; log δ may be far below the double range).
 
 Method and error analysis: dpcalc.pld (the engine, which composes any dominating pair);
-the pair itself: dpcalc.mechanisms.subsampled_gaussian [ZDW22, Sec 5].  This module keeps
+the pair itself: dpcalc.mechanisms.subsampled_gaussian [ZDW22, Sec 5].  At q = 1 the
+T steps are exactly one Gaussian mechanism, μ = √T/σ [DRS19, Cor 3.3]: ε and δ come from its
+closed-form profile (dpcalc.relations.full_batch), with no grid.  This module keeps
 the DP-SGD entry points (q, σ, steps) and their input checks.
 """
 
@@ -41,6 +43,7 @@ from dpcalc.pld.accountant import _check_log_delta, _check_tol
 from dpcalc.pld.compose import keeping_compositions
 from dpcalc.pld.eps_search import _eps_core
 from dpcalc.pld.pmf import _conv, _Dist, _Engine, _fft_roundoff_l2  # noqa: F401 (re-exported)
+from dpcalc.relations import full_batch
 
 __all__ = [
     "PLDUncertifiable",
@@ -113,6 +116,8 @@ def epsilon_bounds(q: float, noise_multiplier: float, steps: int, log_delta: flo
     """
     _validate(q, noise_multiplier, [steps], tolerance)
     _check_log_delta(log_delta)
+    if q == 1.0:
+        return full_batch.epsilon_bounds(float(noise_multiplier), int(steps), float(log_delta))
     pair = SubsampledGaussian(float(q), float(noise_multiplier))
     return _eps_core(pair, [int(steps)], float(log_delta), float(tolerance),
                      for_solve=bool(for_solve))[0]
@@ -129,6 +134,9 @@ def epsilon_upper(q: float, noise_multiplier: float, steps: int, log_delta: floa
     """
     _validate(q, noise_multiplier, [steps], tolerance)
     _check_log_delta(log_delta)
+    if q == 1.0:
+        return full_batch.epsilon_bounds(float(noise_multiplier), int(steps),
+                                         float(log_delta))[1]
     pair = SubsampledGaussian(float(q), float(noise_multiplier))
     return _acc.epsilon_upper([(pair, int(steps))], float(log_delta), float(tolerance),
                               stop_above)
@@ -155,6 +163,9 @@ def epsilon_curve(q: float, noise_multiplier: float, steps_list, log_delta: floa
     if any(b <= a for a, b in zip(steps_list, steps_list[1:], strict=False)):
         raise DomainError("steps_list must be strictly increasing")
     _check_log_delta(log_delta)
+    if q == 1.0:
+        return [(int(s), *full_batch.epsilon_bounds(float(noise_multiplier), int(s),
+                                                    float(log_delta))) for s in steps_list]
     pair = SubsampledGaussian(float(q), float(noise_multiplier))
     res = _eps_core(pair, [int(s) for s in steps_list], float(log_delta), float(tolerance),
                     quick=upper_only)
@@ -175,6 +186,8 @@ def log_delta_bounds(q: float, noise_multiplier: float, steps: int, epsilon: flo
     """
     _validate(q, noise_multiplier, [steps], tolerance)
     _check_epsilon(epsilon)
+    if q == 1.0:
+        return full_batch.log_delta_bounds(float(noise_multiplier), int(steps), float(epsilon))
     pair = SubsampledGaussian(float(q), float(noise_multiplier))
     return _acc.log_delta_bounds([(pair, int(steps))], float(epsilon), float(tolerance))
 
