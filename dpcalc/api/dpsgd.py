@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
-from dpcalc.methods import DPSGD, FALLBACK
+from dpcalc.methods import DPSGD
 from dpcalc.numeric.directed import exp_up, log_of
 from dpcalc.params import EPSILON, INF, WHOLE_EPOCHS, Param, Q
 from dpcalc.references import REFS
@@ -423,7 +423,8 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     if main.clamp_note:
         notes.append(main.clamp_note)
     if method == "pld" and values["q"] == 1.0:
-        notes.append(_Q1_NOTE)
+        from dpcalc.relations.full_batch import NOTE
+        notes.append(NOTE)
     if unknown.name == "sigma" and value <= SIGMA_SOLVE_MIN * (1.0 + 1e-3):
         notes.append(f"σ = {SIGMA_SOLVE_MIN:g} is the smallest noise dpcalc solves for; it "
                      "meets the target, and a smaller σ may too")
@@ -431,7 +432,9 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         notes.append(f"steps = ⌈epochs/q⌉ = {values['steps']}")
     extra: dict = {}
     if curve:
-        extra["curve"] = _curve(main, values)
+        from dpcalc.api.dpsgd_curve import curve_points
+
+        extra["curve"] = curve_points(main, values)
         if unknown.name == "epsilon":
             # the point at the run's own length: both are certified upper bounds, so the
             # smaller one is too, and the curve then ends on the reported value
@@ -457,10 +460,6 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
 
     return _risk.attach(result, risk_of(values["q"], values["sigma"], values["steps"], tol,
                                         fprs, (values["epsilon"], values["delta"])))
-
-
-_Q1_NOTE = ("q = 1: the steps are one Gaussian mechanism with μ = √steps/σ (Dong, Roth & Su "
-            "2019, Cor 3.3); ε and δ are its exact profile (Balle & Wang 2018, Thm 8)")
 
 
 def _answer_note(acc: Accountant, unknown: str, values: dict, value) -> str:
@@ -575,33 +574,3 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
             raise
         raise InfeasibleError(f"no q >= {low:.3g} meets the target (a smaller q would need more "
                               f"than {MAX_STEPS:.0e} steps)") from None
-
-
-def _curve(acc: Accountant, values: dict) -> list[dict]:
-    """ε after each epoch (at most 100 evenly spaced points for long runs)."""
-    q, sigma, log_d = values["q"], values["sigma"], log_of(values["delta"])
-    final_steps = values["steps"]
-    last = math.floor(values["epochs"])
-    epochs = list(range(1, last + 1)) if last <= 100 else sorted(
-        {max(1, round(i * last / 100)) for i in range(1, 101)})
-    # whole epochs before the end of the run, then the run itself (which may end mid-epoch)
-    run_epochs = values["epochs"]
-    if isinstance(run_epochs, float) and run_epochs.is_integer():
-        run_epochs = int(run_epochs)
-    points = [e for e in epochs if steps_for(e, q) < final_steps] + [run_epochs]
-    steps_list = [steps_for(e, q) for e in points[:-1]] + [final_steps]
-    if acc.name == "pld":
-        from dpcalc.accountants.dpsgd import pld_call
-        from dpcalc.relations import pld
-
-        try:
-            # certified upper bounds from the PLD's first pass (the answer itself keeps its
-            # refined bracket): a curve is read for its shape, at a third of the cost
-            rows = pld_call(pld.epsilon_curve, q, acc._evaluated_sigma(sigma), steps_list,
-                            log_d, acc.tolerance, True)
-            return [{"epochs": e, "steps": s, "epsilon": hi}
-                    for e, (s, _, hi) in zip(points, rows, strict=True)]
-        except pld.PLDUncertifiable:
-            acc = Accountant(FALLBACK[acc.name], acc.tolerance)
-    return [{"epochs": e, "steps": s, "epsilon": acc.epsilon(q, sigma, s, log_d)[0]}
-            for e, s in zip(points, steps_list, strict=True)]

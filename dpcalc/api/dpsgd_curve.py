@@ -1,4 +1,5 @@
-"""``dpsgd --curve --curve-accountants``: the other accountants' ε after each epoch.
+"""``dpsgd --curve``: ε after each epoch, and with ``--curve-accountants`` the other
+accountants' ε beside it.
 
 Each accountant's curve is its own upper bound on ε at the curve's step counts (rdp [MTZ19],
 moments [ACGMMTZ16], strong composition [DRV10]), beside the PLD curve, so that Figure 2 of
@@ -50,7 +51,7 @@ def add_comparison_curves(points: list[dict], names: tuple[str, ...], values: di
 
     ``values`` are the run's (q, σ, epochs, steps, δ), as given to the main curve.
     """
-    from dpcalc.api.dpsgd import Accountant, _curve
+    from dpcalc.api.dpsgd import Accountant
     from dpcalc.numeric.directed import log_of
 
     q, sigma, log_delta = values["q"], values["sigma"], log_of(values["delta"])
@@ -58,10 +59,45 @@ def add_comparison_curves(points: list[dict], names: tuple[str, ...], values: di
     for name in names:
         acc = Accountant(name, tolerance)
         if name == "pld":  # its own certified curve, at the same step counts
-            rows = {r["steps"]: r["epsilon"] for r in _curve(acc, values)}
+            rows = {r["steps"]: r["epsilon"] for r in curve_points(acc, values)}
             series[name] = [rows[p["steps"]] for p in points]
         else:
             series[name] = [acc.epsilon(q, sigma, p["steps"], log_delta)[0] for p in points]
     for i, p in enumerate(points):
         p["comparison"] = {name: (v[i] if math.isfinite(v[i]) else None)
                            for name, v in series.items()}
+
+
+def curve_points(acc, values: dict) -> list[dict]:
+    """ε after each epoch (at most 100 evenly spaced points for long runs) under ``acc`` (a
+    dpcalc.api.dpsgd.Accountant)."""
+    from dpcalc.api.dpsgd import Accountant, steps_for
+    from dpcalc.methods import FALLBACK
+    from dpcalc.numeric.directed import log_of
+
+    q, sigma, log_d = values["q"], values["sigma"], log_of(values["delta"])
+    final_steps = values["steps"]
+    last = math.floor(values["epochs"])
+    epochs = list(range(1, last + 1)) if last <= 100 else sorted(
+        {max(1, round(i * last / 100)) for i in range(1, 101)})
+    # whole epochs before the end of the run, then the run itself (which may end mid-epoch)
+    run_epochs = values["epochs"]
+    if isinstance(run_epochs, float) and run_epochs.is_integer():
+        run_epochs = int(run_epochs)
+    points = [e for e in epochs if steps_for(e, q) < final_steps] + [run_epochs]
+    steps_list = [steps_for(e, q) for e in points[:-1]] + [final_steps]
+    if acc.name == "pld":
+        from dpcalc.accountants.dpsgd import pld_call
+        from dpcalc.relations import pld
+
+        try:
+            # certified upper bounds from the PLD's first pass (the answer itself keeps its
+            # refined bracket): a curve is read for its shape, at a third of the cost
+            rows = pld_call(pld.epsilon_curve, q, acc._evaluated_sigma(sigma), steps_list,
+                            log_d, acc.tolerance, True)
+            return [{"epochs": e, "steps": s, "epsilon": hi}
+                    for e, (s, _, hi) in zip(points, rows, strict=True)]
+        except pld.PLDUncertifiable:
+            acc = Accountant(FALLBACK[acc.name], acc.tolerance)
+    return [{"epochs": e, "steps": s, "epsilon": acc.epsilon(q, sigma, s, log_d)[0]}
+            for e, s in zip(points, steps_list, strict=True)]
