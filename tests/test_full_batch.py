@@ -25,10 +25,12 @@ def _mu(sigma, steps):
 
 
 def _log_delta(sigma, steps, eps):
-    with mp.workdps(60):
+    with mp.workdps(80):
         mu, e = _mu(sigma, steps), mp.mpf(eps)
-        d = mp.ncdf(mu / 2 - e / mu) - mp.exp(e) * mp.ncdf(-mu / 2 - e / mu)
-        return mp.log(d)
+        one_minus = mp.ncdf(e / mu - mu / 2) + mp.exp(e) * mp.ncdf(-mu / 2 - e / mu)
+        if one_minus < 0.5:      # δ near 1: 1 − δ has no cancellation
+            return mp.log1p(-one_minus)
+        return mp.log(mp.ncdf(mu / 2 - e / mu) - mp.exp(e) * mp.ncdf(-mu / 2 - e / mu))
 
 
 def _epsilon(sigma, steps, log_delta):
@@ -85,6 +87,38 @@ def test_brackets_hold_the_exact_values(sigma, steps, log_delta):
         assert up - lo <= 1e-10 * up
         dlo, dup = full_batch.log_delta_bounds(sigma, steps, up)
         assert dlo <= _log_delta(sigma, steps, up) <= dup <= log_delta
+
+
+@pytest.mark.parametrize("sigma,steps,log_delta", [
+    (1e-10, 1000, math.log(1e-10)),         # ε = 5e22: beyond the old 1e12 search cap
+    (1e-30, 1, math.log(1e-5)),             # ε = 5e59
+    (0.0032, 501_304_440, -553.0),
+])
+def test_epsilon_far_beyond_the_grid_is_exact(sigma, steps, log_delta):
+    lo, up = full_batch.epsilon_bounds(sigma, steps, log_delta)
+    truth = _epsilon(sigma, steps, log_delta)
+    assert lo <= truth <= up and up - lo <= 1e-10 * up
+
+
+@pytest.mark.parametrize("sigma,steps,eps", [
+    (0.8813993627586025, 1470, 229.6156436676187),     # log δ ≈ −4.8e-61 (review)
+    (0.009265859445667282, 1, 4537.011367574138),      # log δ ≈ −5.1e-33 (review)
+    (0.0588, 1, 3.6),
+])
+def test_log_delta_near_zero_keeps_its_relative_accuracy(sigma, steps, eps):
+    lo, up = pld.log_delta_bounds(1.0, sigma, steps, eps)
+    truth = _log_delta(sigma, steps, eps)
+    assert lo <= truth <= up < 0.0
+    assert up - lo <= 1e-12 * abs(up)
+
+
+@pytest.mark.parametrize("log_delta", [-5.142725560773095e-39, -1.1102230246251565e-16,
+                                       -6.006306563222277e-14, -1e-10])
+def test_epsilon_for_a_delta_near_one_is_tight(log_delta):
+    sigma, steps = 0.0588, 1
+    lo, up = full_batch.epsilon_bounds(sigma, steps, log_delta)
+    truth = _epsilon(sigma, steps, log_delta)
+    assert lo <= truth <= up and up - lo <= 1e-10 * up
 
 
 def test_quick_upper_and_curve_are_the_exact_upper_end():

@@ -39,14 +39,14 @@ def log_delta_bounds(sigma: float, steps: int, epsilon: float) -> tuple[float, f
 def epsilon_bounds(sigma: float, steps: int, log_delta: float) -> tuple[float, float]:
     """Bracket (lower, upper) on ε(δ) of T full-batch steps: the upper end passes the exact
     profile's upper bound on δ; the lower end is a point where its lower bound on δ still
-    exceeds δ (δ(ε) falls as ε grows, so ε(δ) lies above it), else 0.  +inf upper ends (no
-    ε up to 1e12) are left to the caller.
+    exceeds δ (δ(ε) falls as ε grows, so ε(δ) lies above it), else 0.  A +inf upper end (no
+    double ε passes) is left to the caller.
 
     References: BW18, DRS19.
     """
     upper, below = gaussian.analytic_epsilon(sigma, log_delta, _root_steps(steps, True))
     if not 0.0 < upper < math.inf:
-        return upper, upper
+        return min(upper, 0.0), upper
     root_lo = _root_steps(steps, False)
     gap = upper - below
     # the bisection's failing end, then further down: its upper bound on δ may be 1e-10

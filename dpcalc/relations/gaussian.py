@@ -104,7 +104,8 @@ def analytic_log_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -
         err2 = t2 * (64.0 * _U + (abs(b) + 2.0) * spread + epsilon * 2.0 * _U)
         diff = t1 - t2
         err = err1 + err2
-        if diff > 0.0 and err <= 1e-10 * diff:
+        # (δ above 1/2: log δ is near 0, where a double δ cannot resolve it; mpmath does)
+        if 0.0 < diff <= 0.5 and err <= 1e-10 * diff:
             return min(math.log(diff + err) + 4.0 * _U, 0.0)
     return _analytic_log_delta_mp(sigma, epsilon, sensitivity)
 
@@ -126,9 +127,11 @@ def analytic_epsilon(sigma: float, log_target: float,
                      sensitivity: float = 1.0) -> tuple[float, float]:
     """(ε, below): ε is the smallest ε (to ~1e-13 relative, on the passing side) with the
     analytic upper bound on log δ(ε) [BW18, Thm 8] at most ``log_target``, so an upper bound
-    on the exact ε(δ); ``below`` < ε is the bisection's last failing point (0 when ε is 0,
-    +inf with ε when no ε up to 1e12 passes).  δ(ε) falls as ε grows, so the bisection
-    keeps ε passing.
+    on the exact ε(δ); ``below`` < ε is the bisection's last failing point (0 when ε is 0;
+    (+inf, 0) when no double ε passes).  δ(ε) falls as ε grows, so the bisection keeps ε
+    passing.  The bracket starts at the Chernoff bound's ε (the loss is N(μ²/2, μ²) [BW18]:
+    δ(ε) ≤ e^{−t²/2}, t = ε/μ − μ/2, so ε = μ²/2 + μ√(−2 log δ) passes), found at once for
+    any μ (at σ = 1e-30, ε is 5e59).
 
     References: BW18.
     """
@@ -137,11 +140,17 @@ def analytic_epsilon(sigma: float, log_target: float,
 
     if ok(0.0):
         return 0.0, 0.0
-    hi = 1.0
+    mu = sensitivity / sigma
+    try:
+        hi = max(1.0, (0.5 * mu * mu + mu * math.sqrt(-2.0 * log_target)) * (1.0 + 1e-9))
+    except (OverflowError, ValueError):
+        hi = 1.0
+    if not math.isfinite(hi):
+        hi = 1.0
     while not ok(hi):
         hi *= 2.0
-        if hi > 1e12:
-            return math.inf, math.inf
+        if hi > 1.7e308:
+            return math.inf, 0.0
     lo = 0.0
     while hi - lo > 1e-13 * hi:
         mid = 0.5 * (lo + hi)
@@ -173,10 +182,26 @@ def _analytic_log_delta_mp(sigma: float, epsilon: float, sensitivity: float,
             t1 = mpmath.ncdf(mu / 2 - e / mu)
             t2 = 0 if drop_t2 else mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
             diff = t1 - t2
+            way = -math.inf if lower else math.inf
+            # 1 − δ = Φ(ε/μ − μ/2) + e^ε Φ(b), two positive terms: near δ = 1, log δ =
+            # log1p(−(1 − δ)) keeps its relative accuracy, where log(diff) would leave an
+            # absolute error of 10^(25−dps), far more than an ulp of a log δ near 0 (review)
+            x = e / mu - mu / 2
+            if x < 0:   # (else 1 − δ ≥ 1/2)
+                # past mpmath's ncdf (x < −1e150) Φ(x) is below 2^-1100: 0 for the upper
+                # end (a smaller 1 − δ), 2^-1100 for the lower one
+                tail = (mpmath.ncdf(x) if x > -1e150
+                        else (mpmath.mpf(2) ** -1100 if lower else mpmath.mpf(0)))
+                one_minus = tail + t2
+            else:
+                one_minus = mpmath.mpf(1)
+            if one_minus < 0.5:
+                value = float(mpmath.log1p(-one_minus))
+                return min(math.nextafter(math.nextafter(value, way), way), 0.0)
             if diff > 0 and diff > t1 * mpmath.mpf(10) ** (25 - dps):
-                # about 25 correct digits: the float log is within an ulp or two
+                # about 25 correct digits, and |log δ| ≥ log 2: the float log is within an
+                # ulp or two
                 value = float(mpmath.log(diff))
-                way = -math.inf if lower else math.inf
                 return min(math.nextafter(math.nextafter(value, way), way), 0.0)
         dps *= 2
     raise NumericalError(
