@@ -86,7 +86,8 @@ def attach(result: Result, block: dict | None) -> Result:
     """``result`` with ``"risk"`` in its extra (and the block's note among its notes)."""
     if block is None:
         return result
-    notes = result.notes + ((block["note"],) if block.get("note") else ())
+    note = block.get("note")
+    notes = result.notes + ((note,) if note and note not in result.notes else ())
     return dataclasses.replace(result, extra={**result.extra, "risk": block}, notes=notes)
 
 

@@ -13,16 +13,13 @@ from dpcalc.api import _risk, _risk_pld
 from dpcalc.api._common import leave_one_out
 from dpcalc.api._dpsgd_items import run_items
 from dpcalc.errors import InfeasibleError, UsageError
+from dpcalc.relations.full_batch import NOTE as _Q1_NOTE
 from dpcalc.result import Result
 
 
 def _gdp_mu(q: float, sigma: float, steps: int) -> float:
     """CLT estimate μ ≈ q√(T(e^{1/σ²} − 1)) (only to seed the solver)."""
     return q * math.sqrt(steps * math.expm1(min(1.0 / (sigma * sigma), 700.0)))
-
-
-_Q1_NOTE = ("q = 1: the run is the Gaussian mechanism with μ = √steps/σ, its trade-off "
-            "exact (Dong, Roth & Su 2019, Cor 3.3)")
 
 
 def _run_mu(sigma: float, steps: int):

@@ -17,9 +17,9 @@ import math
 
 from dpcalc.relations import gaussian
 
-#: What a q = 1 answer says about itself.
+#: What a q = 1 answer (and its attack-risk block) says about itself.
 NOTE = ("q = 1: the steps are one Gaussian mechanism with μ = √steps/σ (Dong, Roth & Su 2019, "
-        "Cor 3.3); ε and δ are its exact profile (Balle & Wang 2018, Thm 8)")
+        "Cor 3.3); its exact profile (Balle & Wang 2018, Thm 8) and trade-off curve answer")
 
 def _root_steps(steps: int, up: bool) -> float:
     """√T rounded up (``up``) or down: math.sqrt is correctly rounded, one ulp covers it."""
