@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.api import dpsgd
+from dpcalc.api.dpsgd import dpsgd
 from dpcalc.relations import full_batch, pld
 from tests.issue9_helpers import cli
 
