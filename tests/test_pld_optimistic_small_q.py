@@ -138,7 +138,7 @@ def _opt_side(q, sigma, steps, delta, rho=None):
 
 
 def _one_step_atoms(side):
-    b = side.engine.powers[0]
+    b = side.engine.base
     ell = side.off + (b.lo + np.arange(b.t.size)) * side.h0
     with np.errstate(divide="ignore"):
         lm = np.log(b.t) + b.logscale + side.c - side.lam * ell

@@ -149,6 +149,7 @@ def _conv_fft(x: np.ndarray, y: np.ndarray, same: bool):
     return out, math.sqrt(nout) * r2, r2
 
 
+_SPLIT_TAILS = True      # one-step vectors with a long light tail: two grids (pld.split)
 _SPLIT_MIN = 4096        # shorter outputs: the plain FFT (the split would not pay)
 _SPLIT_THETAS = tuple(10.0 ** -k for k in range(2, 13))
 # split_noise of a plan (see _noisy): with τ from a guessed Γ/δ (at 1000 the split runs on
@@ -240,14 +241,17 @@ def _noisy(a: _Dist, nout: int, budget: float) -> bool:
     return r1 * math.exp(min(2.0 * a.logscale, 700.0)) * _BUDGET > budget
 
 
-def _conv(a: _Dist, b: _Dist, budget: float = 0.0) -> _Dist:
+def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
+          heavy_min: int = 16384) -> _Dist:
     """Convolution with propagated ℓ1 / ℓ∞ error bounds; negatives clipped (never worse).
 
     Direct for short vectors.  Otherwise by FFT; when a few entries carry most of the mass
     (early compositions of a small-q step: a spike plus a thin tail) those are convolved
     directly as shifted copies, exact up to O(u) per entry, and only the rest by FFT,
     whose round-off bound scales with the ℓ2 norms and would otherwise be dominated by the
-    spike.
+    spike.  ``direct_max``: the longest shorter operand convolved directly (bound 2mu·‖a‖‖b‖,
+    m its length; the FFT's a-priori bound on a spike of ~100 points is ~1e4·u);
+    ``heavy_min``: the shortest output for which the largest entries are looked for.
     """
     assert a.s == b.s
     la, lb = a.t.size, b.t.size
@@ -255,14 +259,14 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0) -> _Dist:
     n1a, n1b = float(np.abs(a.t).sum()), float(np.abs(b.t).sum())
     mxa, mxb = float(np.abs(a.t).max()), float(np.abs(b.t).max())
     same = b is a
-    if min(la, lb) <= 48:
+    if min(la, lb) <= direct_max:
         out = np.convolve(a.t, b.t)
         m = min(la, lb)
         g = m * _U / (1 - m * _U) * 2
         r1 = g * n1a * n1b
         rinf = g * min(mxa * n1b, n1a * mxb)
     else:
-        ha = _heavy(a.t) if nout > 16384 else None
+        ha = _heavy(a.t) if nout > heavy_min else None
         hb = (ha if same else _heavy(b.t)) if ha is not None else None
         split = same and nout > _SPLIT_MIN and _noisy(a, nout, budget)
         sp = _square_split(a.t) if (ha is None and split) else None
@@ -478,7 +482,12 @@ class _Engine:
         self.s_max = s_max
         self.t_max = t_max
         self.tau = tau
+        self.base = base              # the one-step law (powers[0] may hold it split)
         self.powers = [base]
+        if base is not None and _SPLIT_TAILS and pess:
+            from dpcalc.pld.split import split_base
+
+            self.powers = [split_base(self, base)]    # a long, light tail: two grids
         self.cache: dict[tuple[int, int], _Dist] = {}
 
     def _coarsen(self, d: _Dist) -> _Dist:
@@ -493,11 +502,20 @@ class _Engine:
         return d
 
     def power(self, k: int) -> _Dist:
-        """base^{*2^k} on grid 2^{⌊k/2⌋}·h0."""
+        """base^{*2^k} on grid 2^{⌊k/2⌋}·h0 (a split.Split while the bulk's grid is finer
+        than its tail's)."""
         while len(self.powers) <= k:
             kk = len(self.powers)
             p = self.powers[-1]
             mult = max(1, self.t_max >> kk)
+            if not isinstance(p, _Dist):
+                from dpcalc.pld.split import square
+
+                sq = square(self, p, kk, mult)
+                while isinstance(sq, _Dist) and sq.t.size > self.nwin // 2:
+                    sq = self._coarsen(sq)
+                self.powers.append(sq)
+                continue
             sq = _conv(p, p, self.tau * self.split_noise / mult)
             sq = _truncate(sq, self.tau / mult, self.pess)
             sq = self.to_grid(sq, min(kk // 2, max(self.s_max, sq.s)))
@@ -515,11 +533,19 @@ class _Engine:
                 p = self.power(k)
                 if acc is None:
                     acc = p
-                else:
+                elif isinstance(acc, _Dist) and isinstance(p, _Dist):
                     acc = self.to_grid(acc, p.s)
                     acc = _truncate(_conv(acc, p), self.tau / mult, self.pess)
+                else:
+                    from dpcalc.pld.split import multiply
+
+                    acc = multiply(self, acc, p, mult)
             n >>= 1
             k += 1
+        if not isinstance(acc, _Dist):
+            from dpcalc.pld.split import unify
+
+            acc = unify(self, acc)
         return acc
 
     def multiply(self, a: _Dist, b: _Dist) -> _Dist:
