@@ -424,6 +424,7 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         notes.append(main.clamp_note)
     if method == "pld" and values["q"] == 1.0:
         from dpcalc.relations.full_batch import NOTE
+
         notes.append(NOTE)
     if unknown.name == "sigma" and value <= SIGMA_SOLVE_MIN * (1.0 + 1e-3):
         notes.append(f"σ = {SIGMA_SOLVE_MIN:g} is the smallest noise dpcalc solves for; it "

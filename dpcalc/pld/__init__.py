@@ -4,8 +4,9 @@ It knows nothing of any mechanism: a mechanism enters through the DominatingPair
 (dpcalc.pld.pair); the pairs live in dpcalc.mechanisms.  A plan is a list of (pair, count)
 items; dpcalc.pld.accountant brackets its ε(δ) and δ(ε).  Modules, by concept:
 _core (constants, log space), discretise (one step on a grid), pmf (tilted vectors,
-convolution, round-off bounds, coarsening), evaluate (δ(ε) and ε(δ) of a composed PLD),
-plan (tilt, grid, supports), compose (drivers), accountant (entry points, Profile).
+convolution, round-off bounds, coarsening), split (two-grid compositions of long, light
+one-step tails), evaluate (δ(ε) and ε(δ) of a composed PLD), plan (tilt, grid, supports),
+compose (drivers), accountant (entry points, Profile).
 
 Method.
   * One step, pessimistic: connect-the-dots [DGKKM22] on a grid (each loss interval's P- and
@@ -22,6 +23,9 @@ Method.
     2 every second squaring (ρ ≈ h/std stays constant, and λ·h ≤ 2ρ); coarsening re-applies
     connect-the-dots (pessimistic, a fixed linear filter) or bucket merging (optimistic, its
     decisions checked against the ℓ∞ error bound so they hold for the exact vector too).
+    A pessimistic one-step vector whose tilted mass sits in a short bulk (small q) is kept
+    as that bulk on the fine grid plus the rest 2^su coarser, until the bulk's own grid
+    reaches it (split: coarsening a part is a mean-preserving spread of that part).
   * Exponential tilting: vectors hold p_j·e^{λℓ_j − k·c} (k steps, c the one-step log-MGF on
     the grid), λ from a Chernoff-type bound so that the tilted law is centred where δ(ε)
     comes from (a Gaussian guess, then Newton to the optimum, unless the quadrature's nodes

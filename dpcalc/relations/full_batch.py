@@ -21,6 +21,7 @@ from dpcalc.relations import gaussian
 NOTE = ("q = 1: the steps are one Gaussian mechanism with μ = √steps/σ (Dong, Roth & Su 2019, "
         "Cor 3.3); its exact profile (Balle & Wang 2018, Thm 8) and trade-off curve answer")
 
+
 def _root_steps(steps: int, up: bool) -> float:
     """√T rounded up (``up``) or down: math.sqrt is correctly rounded, one ulp covers it."""
     return math.nextafter(math.sqrt(int(steps)), math.inf if up else -math.inf)
