@@ -90,6 +90,37 @@ def test_largest_passing_int_from_any_guess(guess):
         assert len(calls) == 2  # the guess and the next integer
 
 
+@pytest.mark.parametrize("threshold", [7, 999_999, 1_000_000, 4_099_092_200, 10**12 + 3])
+@pytest.mark.parametrize("guess_off", [None, -1, 0, 1, 3_000, -3_000, 10**7])
+def test_largest_passing_int_with_rtol_passes_within_its_resolution(threshold, guess_off):
+    calls = []
+
+    def holds(n):
+        calls.append(n)
+        return n <= threshold
+
+    guess = None if guess_off is None else max(2, threshold + guess_off)
+    n = largest_passing_int(holds, low=1, name="n", guess=guess, rtol=1e-6)
+    assert n <= threshold
+    assert threshold - n < max(1, math.floor(1e-6 * n))  # a failing probe within the width
+    if threshold < 10**6:
+        assert n == threshold                          # exact below a million
+    if guess is not None and threshold > 10**9 and abs(guess_off) <= 3_000:
+        assert len(calls) <= 6     # a 3,000-step miss at 4e9: a few probes, not a bisection
+
+
+def test_pld_steps_solve_near_4e9_takes_few_evaluations(monkeypatch):
+    # random case 103 of benchmarks/bench_dpsgd_random.py: an exact bisection over 4,096
+    # steps (the PLD bound varies by 1e-6 between neighbours there) took 25 evaluations
+    counts = _count_evaluations(monkeypatch)
+    r = api.dpsgd(q=0.09602, sigma=4881, epsilon=30.01, delta=1.761e-120, solve_for="steps",
+                  compare=False)
+    assert counts["pld"] <= 8, counts
+    n, ld = r.value, math.log(1.761e-120)
+    assert pld.epsilon_bounds(0.09602, 4881, n, ld)[1] <= 30.01
+    assert pld.epsilon_bounds(0.09602, 4881, n + n // 50_000, ld)[1] > 30.01
+
+
 def test_largest_passing_int_guess_infeasible():
     with pytest.raises(InfeasibleError):
         largest_passing_int(lambda n: n <= 0, low=1, name="n", high=1000, guess=50)

@@ -56,6 +56,12 @@ SIGMA_EVAL_MAX = 1e6
 #: The smallest noise multiplier a σ solve goes down to: when it already meets the target, it is
 #: the answer (an upper bound on the smallest σ that does; the output says so).
 SIGMA_SOLVE_MIN = 1e-3
+#: The resolution of a PLD steps solve: the answer passes and lies within max(1, ⌊1e-6·n⌋) of
+#: a failing count (exact below a million steps). The bound itself varies by about 1e-6 between
+#: neighbouring counts near 4e9 steps (its grid changes), where an exact bisection took 25 full
+#: evaluations (random case 103 of benchmarks/bench_dpsgd_random.py); ε grows like √T or slower,
+#: so 1e-6 in T is at most 1e-6 in ε, below the σ solve's 2e-5.
+COUNT_RTOL = 1e-6
 
 
 #: Accountings shared between the questions of a batch (``shared_accounting``): None when off.
@@ -523,9 +529,10 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
                              guess=guess, guess_rtol=guess_rtol), None
     if unknown in ("steps", "epochs"):
         guess = steps_guess(acc, q, sigma, eps, log_d)
+        count_rtol = COUNT_RTOL if acc.name == "pld" and q != 1.0 else 0.0
     if unknown == "steps":
         return solve_unknown(STEPS, lambda n: acc.holds(q, sigma, n, eps, log_d),
-                             guess=guess), None
+                             guess=guess, int_rtol=count_rtol), None
     if unknown == "epochs" and guess is not None and guess * q >= 2:
         # the largest whole epochs e with ⌈e/q⌉ steps passing: monotone in e, so the same
         # answer as ⌊most·q⌋ below, with a few evaluations around the guess
@@ -533,11 +540,13 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
         try:
             return solve_unknown(
                 WHOLE_EPOCHS, lambda e: acc.holds(q, sigma, steps_for(e, q), eps, log_d),
-                high=top, guess=min(max(1, math.floor(guess * q)), top)), None
+                high=top, guess=min(max(1, math.floor(guess * q)), top),
+                int_rtol=count_rtol), None
         except InfeasibleError:
             pass  # not even one epoch: the steps search below says how many steps fit
     if unknown == "epochs":
-        most = solve_unknown(STEPS, lambda n: acc.holds(q, sigma, n, eps, log_d))
+        most = solve_unknown(STEPS, lambda n: acc.holds(q, sigma, n, eps, log_d),
+                             int_rtol=count_rtol)
         epochs = math.floor(Fraction(most) * Fraction(q))
         if epochs < 1:
             raise InfeasibleError(f"not even one epoch fits: at most {most} steps "

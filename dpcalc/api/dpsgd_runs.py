@@ -286,7 +286,10 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         return solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
                              rtol=2e-5), None
     if unknown in ("steps", "epochs"):
-        most = solve_unknown(STEPS, lambda n: acc.holds(q, sigma, n, eps, log_d))
+        from dpcalc.api.dpsgd import COUNT_RTOL
+
+        most = solve_unknown(STEPS, lambda n: acc.holds(q, sigma, n, eps, log_d),
+                             int_rtol=COUNT_RTOL)
         if unknown == "steps":
             return most, None
         epochs = math.floor(Fraction(most) * Fraction(q))
