@@ -278,6 +278,37 @@ def test_heavy_selection_is_the_k_largest_when_they_carry_half():
             assert got is None
 
 
+def test_a_spike_in_a_short_vector_is_convolved_as_shifted_copies():
+    """A spike plus a thin tail, 6,000 points out: its FFT bound (2e-11 in ℓ1, set by the
+    spike's ℓ2 norm) was paid when outputs below 16384 points skipped the heavy-entry
+    split; now the spike's copies are exact up to O(u) and the bound is 2,000 times smaller.
+    The result is the same convolution (to the FFT's round-off)."""
+    import numpy as np
+
+    from dpcalc.pld.pmf import _conv, _Dist
+
+    t = np.full(3000, 1e-7)
+    t[1500] = 1.0
+    a = _Dist(0, 0, t, 0.0, 0.0, 0.0)
+    got = _conv(a, a)                    # no budget: every round-off matters
+    assert got.e1 < 1e-14 and got.einf < 1e-13
+    exact = np.convolve(t, t)            # direct sums: within 3000·u·max = 3.4e-13 a term
+    scale = math.exp(got.logscale)
+    diff = np.abs(got.t * scale - exact[got.lo:got.lo + got.t.size])
+    assert np.max(diff) <= got.einf * scale + 4e-13
+
+
+def test_small_q_few_steps_upper_end_is_not_the_error_term():
+    """Random case 45 of benchmarks/bench_dpsgd_random.py (σ solve at q 7.7e-5, 383 steps,
+    ε 0.0442, δ 6.3e-14): at the σ it answered, 1.1536, the bracket was [0.0081, 0.0442],
+    its upper end the ℓ1 error term of the FFTs' bounds on the one-step spike (see the
+    test above); the grid part alone gives 0.0347."""
+    from dpcalc.relations import pld
+
+    lo, up = pld.epsilon_bounds(7.747e-05, 1.1536383868153128, 383, math.log(6.292e-14))
+    assert up <= 0.0350 and (up - lo) / up <= 0.02
+
+
 def test_tier_positions_are_sorted_distinct_in_range_with_the_whole_bulk():
     import numpy as np
 
