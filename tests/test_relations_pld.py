@@ -114,6 +114,23 @@ def test_public_windows(q, sigma, steps, delta, window):
     assert (up - lo) / up <= 1e-3
 
 
+# few sampled steps at a small q: dp_accounting's pessimistic connect-the-dots ε at
+# discretisation 1e-5 (an independent implementation; benchmark venv, dp-accounting 0.6.0), the
+# public cases' window (upper end within 0.2 % above it).  The grid set by the tilted law alone
+# gave 0.08487, 0.10035 and 0.40308 (compose._bulk_h)
+SMALL_Q = [
+    (1.23e-4, 0.653, 1_195, 0.08434654497488742),
+    (1e-4, 0.7, 10_000, 0.09957990687587713),
+    (1e-4, 0.6, 30_000, 0.40253969710370713),
+]
+
+
+@pytest.mark.parametrize("q,sigma,steps,reference", SMALL_Q)
+def test_small_q_few_sampled_steps_within_0_2_percent(q, sigma, steps, reference):
+    lo, up = pld.epsilon_bounds(q, sigma, steps, LOG_1E5)
+    assert lo <= reference and up <= reference * 1.002
+
+
 def test_headline_lower_bound_window():
     lo, _ = pld.epsilon_bounds(0.01, 4.0, 10_000, LOG_1E5)
     assert 0.47319351872191373 <= lo <= 0.9468683746916999

@@ -29,7 +29,7 @@ from dpcalc.pld._core import (
     _n_truncations,
 )
 from dpcalc.pld.evaluate import _Final
-from dpcalc.pld.plan import _best_lambda, _grid_h, _make_sides, _pd, _Plan
+from dpcalc.pld.plan import _best_lambda, _cgf, _grid_h, _make_sides, _pd, _Plan
 from dpcalc.pld.pmf import _SPLIT_NOISE_FITTED, _Dist, _Engine
 
 
@@ -159,7 +159,8 @@ def _fixed_part(pair, t_max, fixed, rho, plan, log_eta, sides, d):
     to a hard edge keeps h where the pessimistic one hits a size cap and doubles it; read at
     the other side's level, a vector would be placed at twice its spacing — review)."""
     items = list(fixed) + [(pair, t_max)]
-    hs = [_grid_h(p, _pd(p, d), plan.var[i], plan.lam, rho, log_eta, plan.nwin)
+    hs = [_grid_h(p, _pd(p, d), plan.var[i], plan.lam, rho, log_eta, plan.nwin,
+                  plan.bulk_h if i == len(items) - 1 else math.inf)
           for i, (p, _) in enumerate(items)]
     h_base = min(hs)
     made = []
@@ -353,6 +354,46 @@ def _compose_points_fresh(pair, steps_list, rho, plans, log_eta, evaluate, sides
     return out
 
 
+def _bulk_h(pair, direction: str, steps: int, eps: float,
+            log_delta: float, tolerance: float) -> float:
+    """A cap on the spacing where the untilted bulk of the composition decides δ(ε).
+
+    A discretisation spreads each step's loss over a cell (connect-the-dots adds up to h²/4
+    of variance, the buckets likewise), so after T steps the bulk's variance T·v, v =
+    Var_P(L), is off by T·O(h²): a relative O(h²/v) whatever T.  Where δ(ε) is made by the
+    bulk's Gaussian-like tail, at z = ε/√(T·v) of its standard deviations, that moves ε by
+    about h²/(8v) relative, so h = √(2·tol·v) keeps it within tol/4.  The tilted law that
+    sets the grid otherwise (_grid_h) misses it when a heavy tail inflates its spread: the
+    remove direction at small q (L ≈ q(e^Z − 1), Z Gaussian: at q 1e-4, σ 0.7 a tilted
+    standard deviation of 0.0155 against √v = 2.6e-4) left both ends 0.6-0.8 % off at
+    ρ_min (tests/test_relations_pld.py).  Only where z² ≤ 8·min(|log δ|, 50) (the bulk's
+    tail, ~e^{−z²/2}, is at least δ⁴); else inf.  Further out the bracket's width comes
+    from the far-tail budgets (issue 14's command C, δ ~ 1e-546, z = 74: a log δ bracket
+    184 wide, whose upper end the cap lowered by 1.4 at twice the time).  A heuristic:
+    every spacing is sound."""
+    v = _var0(pair, direction)
+    if not (v > 0.0 and eps > 0.0 and steps >= 1) or eps * eps > 8.0 * steps * v * min(
+            abs(log_delta), _BULK_LOG_DELTA_MAX):
+        return math.inf
+    return math.sqrt(2.0 * tolerance * v)
+
+
+_BULK_LOG_DELTA_MAX = 50.0
+
+
+_VAR0_CACHE: dict = {}
+
+
+def _var0(pair, direction: str) -> float:
+    """Var_P(L) of the untilted one-step loss by the pair's quadrature (cached)."""
+    key = (pair.key(), _pd(pair, direction))
+    if key not in _VAR0_CACHE:
+        if len(_VAR0_CACHE) > 4096:
+            _VAR0_CACHE.clear()
+        _VAR0_CACHE[key] = _cgf(pair, direction, 0.0)[2]
+    return _VAR0_CACHE[key]
+
+
 def _delta_directions(pair, steps: int, epsilon: float, fixed=()) -> list[str]:
     """Directions whose δ(ε) can be positive: a bounded loss (the add direction: ≤
     −log(1 − q) per step) has δ(ε) exactly 0 beyond the sum of its bounds (rounded up)."""
@@ -371,7 +412,8 @@ def _plans_delta(pair, steps, epsilon, tolerance, log_delta_est, fixed=()):
             tk = tk + n * v[0]
         lgam = tk - lam * epsilon + _log_c_lambda(lam) - log_delta_est
         plans[d] = _Plan(lam, tuple(v[2] for v in per), (lam, lam),
-                         _tau(tolerance, lgam, steps, fixed), let)
+                         _tau(tolerance, lgam, steps, fixed), let,
+                         bulk_h=_bulk_h(pair, d, steps, epsilon, log_delta_est, tolerance))
     return plans
 
 

@@ -21,6 +21,7 @@ from dpcalc.pld._core import (
 )
 from dpcalc.pld.compose import (
     _STALL,
+    _bulk_h,
     _compose_points,
     _directions,
     _eps_finite_beyond,
@@ -91,10 +92,14 @@ def _plans_eps(pair, steps_group, log_delta, tolerance, lower=None, fixed=()):
         else:
             lgam = max(t * k + kf - lam * e + lc - log_delta
                        for t, e in zip(steps_group, lower, strict=True))
+        # with lower ends (a refinement): the bulk's spacing cap, the finest of the group
+        bulk = math.inf if lower is None else min(
+            _bulk_h(pair, d, t, e, log_delta, tolerance)
+            for t, e in zip(steps_group, lower, strict=True))
         plans[d] = _Plan(lam, tuple(v[2] for v in per), (lam, lam_first),
                          _tau(tolerance, lgam, t_last, fixed), let,
                          split_noise=(_SPLIT_NOISE_GUESSED if lower is None
-                                      else _SPLIT_NOISE_FITTED))
+                                      else _SPLIT_NOISE_FITTED), bulk_h=bulk)
     return plans
 
 

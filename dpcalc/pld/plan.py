@@ -433,10 +433,11 @@ class _Plan:
     log_eta_top: float | None = None   # one-step P-mass above this goes to +∞ (heuristics)
     nwin: int = _NWIN_MAX              # cap on the composed vectors' length (coarser: sound)
     split_noise: float = _SPLIT_NOISE_GUESSED   # the squarings' split gate (pmf._noisy)
+    bulk_h: float = math.inf           # the varying item's spacing cap from _bulk_h
 
 
 def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: float,
-            log_eta: float, nwin: int = _NWIN_MAX) -> float:
+            log_eta: float, nwin: int = _NWIN_MAX, bulk_h: float = math.inf) -> float:
     """The one-step grid spacing asked for at resolution ρ (before the caps of _level0)."""
     lo, hi = pair.support(direction, log_eta)
     std = math.sqrt(var) if var > 0 else (hi - lo) / 100.0
@@ -444,7 +445,7 @@ def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: f
     # every grid keeps λ·h ≤ _LAMH·ρ (a coarser grid would move mass by more than 1/λ,
     # i.e. change its tilted weight by a factor e^{λh}; the errors are ∝ (λh)²)
     scale = min(std, 1.0 / lam) if lam > 0 else std
-    return max(rho * scale, (hi - lo) / (nwin - 8))
+    return max(min(rho * scale, bulk_h), (hi - lo) / (nwin - 8))
 
 
 _CLUMP_MASS = 0.5       # merge where this much P-mass lies within 2 cells of the edge
@@ -482,8 +483,9 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
     direction = _pd(pair, direction)
     lo, hi = pair.support(direction, log_eta)
     lam = plan.lam
+    bulk = plan.bulk_h if item in (-1, len(plan.var) - 1) else math.inf
     h = h_fixed if h_fixed is not None else _grid_h(pair, direction, plan.var[item], lam,
-                                                     rho, log_eta, plan.nwin)
+                                                     rho, log_eta, plan.nwin, bulk)
     edge_lo, edge_hi = pair.loss_bounds(direction)
     if h_fixed is None and math.isfinite(edge_lo) and math.isfinite(edge_hi) \
             and edge_hi > edge_lo:
