@@ -83,8 +83,8 @@ def solve_unknown(param: Param, holds: Callable, *, guess: float | None = None,
     narrows them (``low``, ``high``, ``low_open``, ``high_open``, ``name``); an end the caller
     gives is closed (included) unless its ``*_open`` is given too. ``guess``,
     ``rtol`` and ``guess_rtol`` are passed on (the integer search takes ``guess`` and
-    ``int_rtol``). The
-    smallest-value search probes ``high`` itself when nothing below passes (see
+    ``int_rtol``). The smallest-value search probes ``high`` itself when nothing below
+    passes (see
     :func:`smallest_passing`), so ``high_open`` matters to the other two only.
 
     Raises:
