@@ -75,6 +75,7 @@ def test_steps_solve_with_the_guess_is_exact():
     n = r.value
     assert pld.epsilon_bounds(0.01, 2.0, n, math.log(r.parameters["delta"]))[1] <= 1.5
     assert pld.epsilon_bounds(0.01, 2.0, n + 1, math.log(r.parameters["delta"]))[1] > 1.5
+    assert not any("searched to within" in note for note in r.notes)
 
 
 @pytest.mark.parametrize("guess", [1, 2, 50, 99, 100, 101, 150, 10**6])
@@ -119,6 +120,8 @@ def test_pld_steps_solve_near_4e9_takes_few_evaluations(monkeypatch):
     n, ld = r.value, math.log(1.761e-120)
     assert pld.epsilon_bounds(0.09602, 4881, n, ld)[1] <= 30.01
     assert pld.epsilon_bounds(0.09602, 4881, n + n // 50_000, ld)[1] > 30.01
+    # the output says how finely the count was searched
+    assert any(f"searched to within {n // 1_000_000} steps" in note for note in r.notes)
 
 
 def test_largest_passing_int_guess_infeasible():

@@ -435,6 +435,11 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     if unknown.name == "sigma" and value <= SIGMA_SOLVE_MIN * (1.0 + 1e-3):
         notes.append(f"σ = {SIGMA_SOLVE_MIN:g} is the smallest noise dpcalc solves for; it "
                      "meets the target, and a smaller σ may too")
+    if unknown.name in ("steps", "epochs") and method == "pld" and values["q"] != 1.0 \
+            and values["steps"] >= 2.0 / COUNT_RTOL:
+        notes.append(f"searched to within {math.floor(COUNT_RTOL * values['steps'])} steps "
+                     f"({COUNT_RTOL:g} of the count): the PLD bound varies by about that "
+                     "much between neighbouring counts here; the answer meets the target")
     if count is EPOCHS and unknown.name != "epochs":
         notes.append(f"steps = ⌈epochs/q⌉ = {values['steps']}")
     extra: dict = {}
