@@ -370,7 +370,8 @@ def _bulk_h(pair, direction: str, steps: int, eps: float,
     tail, ~e^{−z²/2}, is at least δ⁴); else inf.  Further out the bracket's width comes
     from the far-tail budgets (issue 14's command C, δ ~ 1e-546, z = 74: a log δ bracket
     184 wide, whose upper end the cap lowered by 1.4 at twice the time).  A heuristic:
-    every spacing is sound."""
+    every spacing is sound.  (The varying item's own variance: fixed items of a plan are
+    left out of z, so a heterogeneous plan is capped less often.)"""
     v = _var0(pair, direction)
     if not (v > 0.0 and eps > 0.0 and steps >= 1) or eps * eps > 8.0 * steps * v * min(
             abs(log_delta), _BULK_LOG_DELTA_MAX):

@@ -93,6 +93,7 @@ def _plans_eps(pair, steps_group, log_delta, tolerance, lower=None, fixed=()):
             lgam = max(t * k + kf - lam * e + lc - log_delta
                        for t, e in zip(steps_group, lower, strict=True))
         # with lower ends (a refinement): the bulk's spacing cap, the finest of the group
+        # (a lower end of 0, nothing certified yet, asks for none)
         bulk = math.inf if lower is None else min(
             _bulk_h(pair, d, t, e, log_delta, tolerance)
             for t, e in zip(steps_group, lower, strict=True))

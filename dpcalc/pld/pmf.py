@@ -255,7 +255,8 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
     spike.  ``direct_max``: the longest shorter operand convolved directly (bound 2mu·‖a‖‖b‖,
     m its length; the FFT's a-priori bound on a spike of ~100 points is ~1e4·u);
     ``heavy_min``: the shortest output for which the largest entries are looked for (0:
-    any).  It was 16384, which left the spike of a short small-q step to the FFT: its bound,
+    any; _heavy skips operands of at most 8k entries, and looks in b only when a has a
+    spike).  It was 16384, which left the spike of a short small-q step to the FFT: its bound,
     2.8e-11 per squaring where the shifted copies cost 2.9e-14, made the ℓ1 error term the
     upper end at q 7.7e-5, σ 1.15, 383 steps, δ 6.3e-14 (ε 0.0442 for [0.0343, 0.0347]).
     Gating it on the budget (as the split) missed that case: τ's guess of Γ/δ was off.
