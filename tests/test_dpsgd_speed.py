@@ -124,6 +124,28 @@ def test_pld_steps_solve_near_4e9_takes_few_evaluations(monkeypatch):
     assert any(f"searched to within {n // 1_000_000} steps" in note for note in r.notes)
 
 
+@pytest.mark.parametrize("kw,most", [
+    # small q, small ε: the cheap (first-pass) bound lies 10-30 % above the full one there,
+    # and the secants met the target on cheap bounds aimed with another rate's ratio; the
+    # solvers then widened from a guess 1-3 % off by 1e-9, 4e-9, ... (26, 14 and 15 full
+    # evaluations before the full bound was asked where a secant met the target)
+    (dict(sigma=0.8177, steps=1255, epsilon=0.01645, delta=1.603e-06), 8),
+    (dict(q=1e-4, steps=10000, epsilon=0.0996, delta=1e-5), 6),
+    (dict(q=1.23e-4, steps=1195, epsilon=0.08435, delta=1e-5), 7),
+])
+def test_small_q_secants_check_their_root_with_the_full_bound(monkeypatch, kw, most):
+    counts = _count_evaluations(monkeypatch)
+    r = api.dpsgd(**kw, compare=False)
+    assert counts["pld"] <= most, counts
+    p, ld = r.parameters, math.log(kw["delta"])
+    eps = kw["epsilon"]
+    assert pld.epsilon_bounds(p["q"], p["sigma"], p["steps"], ld)[1] <= eps
+    if "sigma" in kw:        # a q solve: a rate 1e-4 above fails
+        assert pld.epsilon_bounds(p["q"] * (1 + 1e-4), p["sigma"], p["steps"], ld)[1] > eps
+    else:                    # a σ solve: a noise 1e-4 below fails
+        assert pld.epsilon_bounds(p["q"], p["sigma"] * (1 - 1e-4), p["steps"], ld)[1] > eps
+
+
 def test_largest_passing_int_guess_infeasible():
     with pytest.raises(InfeasibleError):
         largest_passing_int(lambda n: n <= 0, low=1, name="n", high=1000, guess=50)
@@ -343,6 +365,8 @@ def test_q_guess_never_reports_a_bracket_from_a_failing_rate_below_a_passing_one
     from dpcalc.solve import solve_unknown
 
     class NoisyBound:    # ε ∝ √q times a sawtooth of relative amplitude 1e-6..1e-4
+        name = "stub"     # one bound, no cheap pass: not the PLD accountant
+
         def __init__(self, r0, amp, per, phase):
             self.r0, self.amp, self.per, self.phase = r0, amp, per, phase
 
@@ -385,6 +409,8 @@ def test_q_solve_where_epsilon_is_flat_in_q_stops_at_the_bounds_resolution():
     root = seed * 1.3
 
     class FlatBound:   # ε = target at `root`, slope 0.1, an irregular ±5e-6 variation
+        name = "stub"     # one bound, no cheap pass: not the PLD accountant
+
         probes = 0
 
         def _evaluated_sigma(self, sigma):
@@ -429,6 +455,8 @@ def test_q_guess_does_not_jump_far_on_a_chord_within_the_bounds_variation(monkey
     probes = []
 
     class Shelf:   # log ε/target = 0.09·x below x = 0.005, a shelf of slope 0.001 above
+        name = "stub"     # one bound, no cheap pass: not the PLD accountant
+
         def _evaluated_sigma(self, sigma):
             return sigma
 

@@ -99,12 +99,13 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
     seen = {"ok": -math.inf, "fail": math.inf}   # log q of the best probes on either side
     probes = {}   # log q -> (point, bound_for's bound) of the secant's probes (_chord_step)
 
-    def f(x: float) -> float:
+    def f(x: float, full: bool = False) -> float:
         r = math.exp(x)
         if not low < r <= 1.0:
             raise ValueError("outside the q range")
         n = values["steps"] if "steps" in values else steps_for(values["epochs"], r)
-        bound = acc.bound_for(r, sigma, n, log_delta, epsilon)
+        bound = (acc.full_bound(r, sigma, n, log_delta) if full
+                 else acc.bound_for(r, sigma, n, log_delta, epsilon))
         probes[x] = ((r, sigma, n, log_delta), bound)
         if bound <= epsilon:
             seen["ok"] = max(seen["ok"], x)
@@ -153,16 +154,59 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
                 # the secant jumped 4 % past the root; such a step goes no further than
                 # the chord is long
                 step = math.copysign(abs(x1 - x0), step)
+            pq, ps, pn, pd = probes[x1][0]
+            if abs(step) < eff[0] / 4 and acc.name == "pld" \
+                    and (pq, acc._evaluated_sigma(ps), pn, pd) not in acc._seen:
+                # met on a cheap bound aimed with the refinement ratio of another rate:
+                # the ratio drifts (log full/cheap -0.170 at q 5.4e-5, -0.151 at 6.3e-5, σ
+                # 0.82, 1255 steps, δ 1.6e-6), and the solver widened from the guess by
+                # 1e-9, 4e-9, ... (9 full evaluations to go 3 % down): the full bound there
+                f1 = f(x1, full=True)
+                x0, f0 = _full_partner(acc, probes, x1, x0, f0, epsilon)
+                if f1 == f0 or not math.isfinite(f1):
+                    break          # no chord (the solver brackets from x1)
+                step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon, amplify=False)
             if abs(step) < eff[0] / 4:
                 return converged(x1, step)
-            if (f1 < 0) == (step > 0):
+            below = _aimed_below(acc, probes.get(x1), epsilon, f1)
+            if below == (step > 0):
                 # ε grows with q: below the target the root lies above, and vice versa (an
-                # upper bound at its numerical floor can make the secant point away)
-                step = -8.0 if f1 < 0 else 8.0
+                # upper bound at its numerical floor can make the secant point away).  The
+                # side is the aimed bound's, as the chord's: a cheap bound far above a full
+                # one (16 % at q 6.3e-5, σ 0.82, 1255 steps) was above the target where the
+                # aimed one was below, and the step went to e^-8 of the root (20 bisection
+                # probes from q = 1 after it)
+                step = -8.0 if below else 8.0
             x0, f0, x1 = x1, f1, min(x1 - max(-8.0, min(8.0, step)), 0.0)
         return math.exp(x1), 1e-4, eff[0]
     except (ArithmeticError, ValueError):
         return None, 1e-4, eff[0]
+
+
+def _full_partner(acc: Accountant, probes: dict, x1: float, x0: float, f0: float,
+                  target: float) -> tuple[float, float]:
+    """The chord's other end after a full evaluation at x1: the nearest other probe with a
+    full evaluation (both ends on the full bound: a cheap end aimed with a drifting ratio
+    gave chords 1e-4 long and steps as short), else (x0, f0)."""
+    best = None
+    for x, (point, bound) in probes.items():
+        q, sigma, n, log_delta = point
+        if x != x1 and (q, acc._evaluated_sigma(sigma), n, log_delta) in acc._seen \
+                and 0.0 < bound < math.inf and (best is None or abs(x - x1) < abs(best - x1)):
+            best = x
+    if best is None:
+        return x0, f0
+    return best, math.log(probes[best][1]) - math.log(target)
+
+
+def _aimed_below(acc: Accountant, probe, target: float, f: float) -> bool:
+    """Whether the bound a secant aims with at ``probe`` ((point, bound) or None) lies below
+    ``target``; f = log(bound/target) where no aimed bound is available."""
+    if probe is not None:
+        aim = acc.aimed(*probe[0], probe[1])
+        if 0.0 < aim < math.inf:
+            return aim < target
+    return f < 0
 
 
 def _log_expm1(e: float) -> float:
@@ -321,10 +365,11 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
 
     probes = {}   # log σ -> (point, bound_for's bound) of the secant's probes (_chord_step)
 
-    def f(x: float) -> float:
+    def f(x: float, full: bool = False) -> float:
         if not -7.0 < x < 13.8:  # σ outside [1e-3, 1e6]: the solver's own bracket decides
             raise ValueError("outside the σ range")
-        bound = acc.bound_for(q, math.exp(x), steps, log_delta, epsilon)
+        bound = (acc.full_bound(q, math.exp(x), steps, log_delta) if full
+                 else acc.bound_for(q, math.exp(x), steps, log_delta, epsilon))
         probes[x] = ((q, math.exp(x), steps, log_delta), bound)
         return math.log(bound) - math.log(epsilon)
 
@@ -350,6 +395,15 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
             # q = 1.7e-8, ε 1.49 and 2.27 at σ 0.924 and 0.873, root 0.7797: 0.776 next,
             # where log ε aimed at 0.806 and took three more probes to come down)
             step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon)
+            pq, ps, pn, pd = probes[x1][0]
+            if abs(step) < stop and acc.name == "pld" \
+                    and (pq, acc._evaluated_sigma(ps), pn, pd) not in acc._seen:
+                # met on an aimed cheap bound: the full one there first (see q_guess)
+                f1 = f(x1, full=True)
+                x0, f0 = _full_partner(acc, probes, x1, x0, f0, epsilon)
+                if f1 == f0 or not math.isfinite(f1):
+                    break          # no chord (the solver brackets from x1)
+                step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon)
             if abs(step) < stop:
                 # the root lies about ``step`` from x1 (the secant converges superlinearly):
                 # the solver's first probe, 2·|step| beyond it, is then on the other side

@@ -178,6 +178,12 @@ class Accountant:
             return cheap
         if self._first_pass_final:
             return cheap  # a refinement nearby changed nothing: aim with the cheap bound
+        return self.full_bound(q, sigma, steps, log_delta)
+
+    def full_bound(self, q: float, sigma: float, steps: int, log_delta: float) -> float:
+        """The full evaluation's upper bound on ε, learning log(full / cheap) there (aimed;
+        _first_pass_final too)."""
+        cheap = self.upper(q, sigma, steps, log_delta)
         value = self.epsilon(q, sigma, steps, log_delta)[0]
         self._first_pass_final = value == cheap
         if 0.0 < value < math.inf and 0.0 < cheap < math.inf:
