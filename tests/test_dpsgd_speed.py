@@ -146,6 +146,23 @@ def test_small_q_secants_check_their_root_with_the_full_bound(monkeypatch, kw, m
         assert pld.epsilon_bounds(p["q"], p["sigma"] * (1 - 1e-4), p["steps"], ld)[1] > eps
 
 
+def test_count_resolution_note_names_the_searched_unit():
+    from dpcalc.api._common import count_resolution_note
+
+    assert count_resolution_note(1_999_999, "steps") is None       # width 1: exact
+    assert "within 2 steps" in count_resolution_note(2_000_000, "steps")
+    assert "within 4099 epochs" in count_resolution_note(4_099_088_845, "epochs")
+
+
+def test_other_sampling_steps_solve_says_its_resolution():
+    # dpsgd_runs (replace-one here) searches steps at the same resolution and says so
+    r = api.dpsgd(relation="replace-one", q=0.1, sigma=300, epsilon=5, delta=1e-5,
+                  solve_for="steps", compare=False)
+    width = r.value // 1_000_000
+    assert width >= 2
+    assert any(f"searched to within {width} steps" in note for note in r.notes)
+
+
 def test_largest_passing_int_guess_infeasible():
     with pytest.raises(InfeasibleError):
         largest_passing_int(lambda n: n <= 0, low=1, name="n", high=1000, guess=50)

@@ -1,7 +1,9 @@
-"""What every command shares: leave-one-out, method names, gates."""
+"""What every command shares: leave-one-out, method names, gates, the resolution of count
+solves."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 
@@ -182,3 +184,21 @@ def _gate(result: Result, name: str, key: str, limit: Number) -> Gate:
     got = result.parameters[key]
     passed = Decimal(got) <= Decimal(limit)  # exact comparison (Decimal(float) is exact)
     return Gate(name=name, key=key, limit=limit, value=got, passed=passed)
+
+
+#: The resolution of a PLD count solve (dpsgd steps or epochs): the answer passes and lies
+#: within max(1, ⌊1e-6·n⌋) of a failing count (exact below a million). The bound itself varies
+#: by about 1e-6 between neighbouring counts near 4e9 steps (its grid changes), where an exact
+#: bisection took 25 full evaluations (random case 103 of benchmarks/bench_dpsgd_random.py); ε
+#: grows like √T or slower, so 1e-6 in T is at most 1e-6 in ε, below the σ solve's 2e-5.
+COUNT_RTOL = 1e-6
+
+
+def count_resolution_note(count: int, unit: str) -> str | None:
+    """The note of a count solved at COUNT_RTOL where that is coarser than one ``unit``."""
+    width = math.floor(COUNT_RTOL * count)
+    if width < 2:
+        return None
+    return (f"searched to within {width} {unit} ({COUNT_RTOL:g} of the count): the PLD bound "
+            "varies by about that much between neighbouring counts here; the answer meets "
+            "the target")

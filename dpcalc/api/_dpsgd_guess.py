@@ -154,9 +154,7 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
                 # the secant jumped 4 % past the root; such a step goes no further than
                 # the chord is long
                 step = math.copysign(abs(x1 - x0), step)
-            pq, ps, pn, pd = probes[x1][0]
-            if abs(step) < eff[0] / 4 and acc.name == "pld" \
-                    and (pq, acc._evaluated_sigma(ps), pn, pd) not in acc._seen:
+            if abs(step) < eff[0] / 4 and not _has_full(acc, probes[x1][0]):
                 # met on a cheap bound aimed with the refinement ratio of another rate:
                 # the ratio drifts (log full/cheap -0.170 at q 5.4e-5, -0.151 at 6.3e-5, σ
                 # 0.82, 1255 steps, δ 1.6e-6), and the solver widened from the guess by
@@ -190,13 +188,21 @@ def _full_partner(acc: Accountant, probes: dict, x1: float, x0: float, f0: float
     gave chords 1e-4 long and steps as short), else (x0, f0)."""
     best = None
     for x, (point, bound) in probes.items():
-        q, sigma, n, log_delta = point
-        if x != x1 and (q, acc._evaluated_sigma(sigma), n, log_delta) in acc._seen \
-                and 0.0 < bound < math.inf and (best is None or abs(x - x1) < abs(best - x1)):
+        if x != x1 and _has_full(acc, point) and 0.0 < bound < math.inf \
+                and (best is None or abs(x - x1) < abs(best - x1)):
             best = x
     if best is None:
         return x0, f0
     return best, math.log(probes[best][1]) - math.log(target)
+
+
+def _has_full(acc: Accountant, point: tuple) -> bool:
+    """Whether the PLD accountant has the full evaluation of the point (q, σ, steps, log δ)
+    (True for any other accountant: one bound, no cheap pass)."""
+    if acc.name != "pld":
+        return True
+    q, sigma, steps, log_delta = point
+    return (q, acc._evaluated_sigma(sigma), steps, log_delta) in acc._seen
 
 
 def _aimed_below(acc: Accountant, probe, target: float, f: float) -> bool:
@@ -395,9 +401,7 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
             # q = 1.7e-8, ε 1.49 and 2.27 at σ 0.924 and 0.873, root 0.7797: 0.776 next,
             # where log ε aimed at 0.806 and took three more probes to come down)
             step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon)
-            pq, ps, pn, pd = probes[x1][0]
-            if abs(step) < stop and acc.name == "pld" \
-                    and (pq, acc._evaluated_sigma(ps), pn, pd) not in acc._seen:
+            if abs(step) < stop and not _has_full(acc, probes[x1][0]):
                 # met on an aimed cheap bound: the full one there first (see q_guess)
                 f1 = f(x1, full=True)
                 x0, f0 = _full_partner(acc, probes, x1, x0, f0, epsilon)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
+from dpcalc.api._common import (
+    COUNT_RTOL,
+    check_choice,
+    comparison_failures,
+    count_resolution_note,
+    failure_note,
+    leave_one_out,
+)
 from dpcalc.errors import DomainError, InfeasibleError, UsageError
 from dpcalc.methods import DPSGD
 from dpcalc.numeric.directed import exp_up, log_of
@@ -56,12 +63,6 @@ SIGMA_EVAL_MAX = 1e6
 #: The smallest noise multiplier a σ solve goes down to: when it already meets the target, it is
 #: the answer (an upper bound on the smallest σ that does; the output says so).
 SIGMA_SOLVE_MIN = 1e-3
-#: The resolution of a PLD steps solve: the answer passes and lies within max(1, ⌊1e-6·n⌋) of
-#: a failing count (exact below a million steps). The bound itself varies by about 1e-6 between
-#: neighbouring counts near 4e9 steps (its grid changes), where an exact bisection took 25 full
-#: evaluations (random case 103 of benchmarks/bench_dpsgd_random.py); ε grows like √T or slower,
-#: so 1e-6 in T is at most 1e-6 in ε, below the σ solve's 2e-5.
-COUNT_RTOL = 1e-6
 
 
 #: Accountings shared between the questions of a batch (``shared_accounting``): None when off.
@@ -441,11 +442,11 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     if unknown.name == "sigma" and value <= SIGMA_SOLVE_MIN * (1.0 + 1e-3):
         notes.append(f"σ = {SIGMA_SOLVE_MIN:g} is the smallest noise dpcalc solves for; it "
                      "meets the target, and a smaller σ may too")
-    if unknown.name in ("steps", "epochs") and method == "pld" and values["q"] != 1.0 \
-            and values["steps"] >= 2.0 / COUNT_RTOL:
-        notes.append(f"searched to within {math.floor(COUNT_RTOL * values['steps'])} steps "
-                     f"({COUNT_RTOL:g} of the count): the PLD bound varies by about that "
-                     "much between neighbouring counts here; the answer meets the target")
+    if unknown.name in ("steps", "epochs") and method == "pld" and values["q"] != 1.0:
+        # (an epochs answer searches whole epochs; below 2 epochs, steps: finer than one)
+        note = count_resolution_note(values[unknown.name], unknown.name)
+        if note:
+            notes.append(note)
     if count is EPOCHS and unknown.name != "epochs":
         notes.append(f"steps = ⌈epochs/q⌉ = {values['steps']}")
     extra: dict = {}

@@ -13,7 +13,12 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpcalc.api._common import check_choice, leave_one_out
+from dpcalc.api._common import (
+    COUNT_RTOL,
+    check_choice,
+    count_resolution_note,
+    leave_one_out,
+)
 from dpcalc.errors import InfeasibleError, UsageError
 from dpcalc.numeric.directed import exp_down, exp_up, log_of
 from dpcalc.params import DELTA, EPSILON, INF, Param, Q
@@ -217,6 +222,11 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
         parameters["batch_size"] = bsize
         parameters["dataset_size"] = size
     parameters.update(scheme.parameters())
+    if unknown.name in ("steps", "epochs"):
+        # (both searched over steps: an epochs answer is ⌊most·q⌋)
+        note = count_resolution_note(values["steps"], "steps")
+        if note:
+            notes.append(note)
     if count is EPOCHS and unknown.name not in ("epochs",):
         notes.append(_loader_note(values["steps"], bsize, size))
     if scheme.sampling == "fixed-batch" and scheme.relation == "add-remove":
@@ -286,8 +296,6 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         return solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
                              rtol=2e-5), None
     if unknown in ("steps", "epochs"):
-        from dpcalc.api.dpsgd import COUNT_RTOL
-
         most = solve_unknown(STEPS, lambda n: acc.holds(q, sigma, n, eps, log_d),
                              int_rtol=COUNT_RTOL)
         if unknown == "steps":
