@@ -205,7 +205,7 @@ def test_plan_items_whose_sides_have_different_grids_are_read_at_their_own_level
     from dpcalc.pld import compose
     from dpcalc.pld.accountant import epsilon_bounds
 
-    monkeypatch.setattr(plan_mod, "_N0_MAX", 209181)
+    monkeypatch.setattr(plan_mod, "_N0_MAX", 52457)
     seen = []
     real = compose._fixed_part
 

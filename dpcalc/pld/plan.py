@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpcalc.pld._core import (
+    _EXTENT_LEVEL,
     _LAMH,
     _N0_LEN_MAX,
     _N0_MAX,
@@ -255,12 +256,13 @@ def _best_lambda_uncached(items, direction: str, log_delta: float | None,
 
 def _tilted_quantiles(pair: DominatingPair, direction: str, lams, deep: float = 1e-30,
                       log_eta_top: float | None = None):
-    """Loss values beyond which the tilted one-step law carries 0.05/16^k of its mass
-    (k = 1..4), below and above, for the most extreme of several tilts; the lower `deep`
-    quantile of the smallest tilt; the untilted median."""
-    levels = list(_TIER_LEVELS)
-    lower = [math.inf] * 4
-    upper = [-math.inf] * 4
+    """Loss values beyond which the tilted one-step law carries _TIER_LEVELS[k] of its mass
+    (k = 0..3), then _EXTENT_LEVEL (the grid's least extent), below and above, for the most
+    extreme of several tilts; the lower `deep` quantile of the smallest tilt; the untilted
+    median."""
+    levels = [*_TIER_LEVELS, _EXTENT_LEVEL]
+    lower = [math.inf] * len(levels)
+    upper = [-math.inf] * len(levels)
     lo_deep = math.inf
     median = 0.0
     for lam in [0.0] + sorted(lams):
@@ -277,15 +279,16 @@ def _tilted_quantiles(pair: DominatingPair, direction: str, lams, deep: float = 
             upper[k] = max(upper[k], float(loss[min(np.searchsorted(cdf, 1 - v), n - 1)]))
     if not math.isfinite(lo_deep):      # λ = 0 only
         lo_deep = -math.inf
-        lower = [median] * 4 if not math.isfinite(lower[0]) else lower
-        upper = [median] * 4 if not math.isfinite(upper[0]) else upper
+        lower = [median] * len(levels) if not math.isfinite(lower[0]) else lower
+        upper = [median] * len(levels) if not math.isfinite(upper[0]) else upper
     return lower, upper, lo_deep, median
 
 
 def _tier_positions(j_lo: int, j_hi: int, h: float, lower, upper,
                     max_stride: float = math.inf) -> np.ndarray:
     """Grid indices of the one-step atoms: stride 1 in the bulk, stride 4^k where the tilted
-    tail beyond carries < 0.05/16^k of the mass (second-order error ∝ mass × stride²)."""
+    tail beyond carries < _TIER_LEVELS[k − 1] of the mass (second-order error ∝ mass ×
+    stride²)."""
     def clamp(j):
         return max(j_lo, min(j_hi, j))
 
@@ -388,8 +391,8 @@ def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float
         if j_hi - j_lo + 1 > _N0_LEN_MAX:
             h *= 2.0 if fixed_h else 1.05 * (j_hi - j_lo + 1) / _N0_LEN_MAX   # still sound
             continue
-        jpos = _tier_positions(j_lo, j_hi, h, [v - offset for v in lower],
-                               [v - offset for v in upper], max_stride(h))
+        jpos = _tier_positions(j_lo, j_hi, h, [v - offset for v in lower[:4]],
+                               [v - offset for v in upper[:4]], max_stride(h))
         if jpos.size > _N0_MAX:
             h *= 2.0 if fixed_h else 1.1 * math.sqrt(jpos.size / _N0_MAX)
             continue
