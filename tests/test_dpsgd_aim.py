@@ -81,6 +81,31 @@ def test_far_tail_sigma_seed_comes_from_rdp_when_the_clt_is_far_below_it():
     assert guess._rdp_sigma_seed(acc, q, steps, eps, log_d, 0.8) == 0.8
 
 
+def test_far_tail_sigma_newton_step_takes_rdps_slope():
+    """Random case 297 again: from the seed 0.916 (ε 23.42 against the target 21.88) the
+    CLT's d log ε / d log σ, −14, stepped 0.5 % where 3 % was needed (6 PLD evaluations of
+    0.6 s).  RDP's slope there is the PLD's within 20 % (the PLD's, −2.1, measured from
+    its bound at σ 0.9425 and 0.9448), and the secant now needs one evaluation fewer."""
+    q, steps, eps, log_d = 1.811e-07, 9670927, 21.88, math.log(2.236e-262)
+    acc = Accountant("pld", 1e-3)
+    slope = guess._rdp_sigma_slope(acc, q, 0.9161, steps, log_d)
+    assert -2.1 * 1.2 < slope < -2.1 / 1.2
+    assert guess._clt_slope(q, steps, eps, log_d) < -10       # the CLT's, far off
+    assert guess._rdp_sigma_slope(Accountant("rdp", 1e-3), q, 0.9161, steps, log_d) is None
+    points = []
+    real = accountants.evaluate_upper
+
+    def upper(name, q_, sigma, *args, **kwargs):
+        if name == "pld":
+            points.append(sigma)
+        return real(name, q_, sigma, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(accountants, "evaluate_upper", upper)
+        found, _ = guess.sigma_guess(acc, q, steps, eps, log_d, 8e-6)
+    assert len(points) <= 4 and found == pytest.approx(0.94492, rel=2e-5)
+
+
 def test_far_tail_q_seed_comes_down_to_rdp_unless_rdp_fails_itself():
     """Random case 144: the CLT seed 9.6e-4 for a root at 7.91e-5, RDP's answer 7.06e-5.
     Random case 24: RDP's answer 3e-26 for a root at 2e-10 (its conversion fails at small
