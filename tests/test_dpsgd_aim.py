@@ -142,3 +142,27 @@ def test_sigma_chord_on_log_expm1_aims_closer_than_on_log_epsilon():
     root = 0.7796871334714712
     assert abs(amp / root - 1) < 0.005
     assert flat / root - 1 > 0.03
+
+
+def test_a_steps_guess_beyond_the_cap_aims_at_the_cap(monkeypatch):
+    """Random case 71: RDP meets the target at no step count, and the CLT's estimate (3e11)
+    lies beyond the cap of 1e10 steps; it was dropped, and the solver doubled from one step
+    to the cap (35 PLD evaluations).  Aimed at the cap, the answer (the cap: the PLD
+    certifies that many steps) takes two."""
+    from dpcalc.api.dpsgd import MAX_STEPS, dpsgd
+
+    calls = []
+    real = accountants.evaluate_upper
+
+    def upper(name, *args, **kwargs):
+        calls.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(accountants, "evaluate_upper", upper)
+    r = dpsgd(q=3.591e-08, sigma=276.8, epsilon=0.03946, delta=9.877e-282, solve_for="steps",
+              compare=False)
+    assert r.value == MAX_STEPS
+    assert calls.count("pld") <= 3
+    from dpcalc.relations import pld
+
+    assert pld.epsilon_bounds(3.591e-08, 276.8, MAX_STEPS, math.log(9.877e-282))[1] <= 0.03946

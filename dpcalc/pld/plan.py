@@ -3,8 +3,8 @@
 Heuristics throughout: any λ, spacing, offset or support is sound (the error terms are
 certified whatever they are), so these only decide speed and tightness.  The tilt minimises
 the Chernoff-type bound Σ_i n_i·K_i(λ) + log C_λ − λε [KJH20, Sec 5; GLW21, Sec 5] over the
-items (pair, n) of a plan; the grid is piecewise uniform, stride 4^k where the tilted tails
-carry < _TIER_LEVELS[k].  One-step PLDs: connect-the-dots [DGKKM22, Alg. 1] and buckets.
+items (pair, n) of a plan; the grid is piecewise uniform, stride 4^(k+1) where the tilted
+tails carry < _TIER_LEVELS[k].  One-step PLDs: connect-the-dots [DGKKM22, Alg. 1] and buckets.
 """
 
 from __future__ import annotations
