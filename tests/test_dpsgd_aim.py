@@ -166,3 +166,24 @@ def test_a_steps_guess_beyond_the_cap_aims_at_the_cap(monkeypatch):
     from dpcalc.relations import pld
 
     assert pld.epsilon_bounds(3.591e-08, 276.8, MAX_STEPS, math.log(9.877e-282))[1] <= 0.03946
+
+
+def test_a_sigma_chord_between_two_large_epsilons_is_on_log_epsilon(monkeypatch):
+    """Random case 218 (q 8.563e-8, 1232 steps, ε 0.01902, δ 2.1e-281): RDP meets the
+    target at no σ, the CLT seeds σ 0.31, where ε is 223.  Chords on y = log(e^ε − 1) ≈ ε
+    (ε falls like c/σ²) undershot by e-folds: 11 PLD probes to climb to 2.94.  Between two
+    ε above _AMPLIFY_EPS_MAX the chord is on log ε: 7.  (Case 34's ε 1.49 and 2.27 stay on
+    y: test_sigma_chord_on_log_expm1_aims_closer_than_on_log_epsilon.)"""
+    q, steps, eps, log_d = 8.563e-08, 1232, 0.01902, math.log(2.131e-281)
+    points = []
+    real = accountants.evaluate_upper
+
+    def upper(name, q_, sigma, *args, **kwargs):
+        if name == "pld":
+            points.append(sigma)
+        return real(name, q_, sigma, *args, **kwargs)
+
+    monkeypatch.setattr(accountants, "evaluate_upper", upper)
+    found, _ = guess.sigma_guess(Accountant("pld", 1e-3), q, steps, eps, log_d, 8e-6)
+    assert found == pytest.approx(2.9436, rel=1e-4)
+    assert len(points) <= 7

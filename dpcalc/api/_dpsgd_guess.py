@@ -233,22 +233,23 @@ def _chord_step(acc: Accountant, x0: float, x1: float, f0: float, f1: float, pro
     since, so that a chord through a cheap and a full point does not mix the two bounds).
 
     With ``amplify`` (σ solves), on y = log(e^ε − 1) (see _log_expm1) while the last probe
-    is more than _NEAR_ROOT from the target: ε of a sampled Gaussian grows like log q +
-    c/σ², so log ε is concave in log σ for large ε and a chord on it undershoots (random
-    case 34 of benchmarks/bench_dpsgd_random.py, q = 1.7e-8: ε 1.49 and 2.27 at σ 0.924
-    and 0.873, root 0.7797: 0.776 next, where log ε aimed at 0.806 and took three more
-    probes to come down).  q solves stay on log ε: y helped random case 24 (ε from 19.9 at
-    q = 3e-4 to 2.96 at 2e-10) but cost probes where ε ∝ q^s, a line on log ε.  Falls back
-    to the chord of f = log(bound/target) when an aimed bound is not finite.  Only aims
-    the next probe."""
+    is more than _NEAR_ROOT from the target and not both ends above _AMPLIFY_EPS_MAX: ε of
+    a sampled Gaussian grows like log q + c/σ², so log ε is concave in log σ for large ε
+    and a chord on it undershoots (random case 34 of benchmarks/bench_dpsgd_random.py, q =
+    1.7e-8: ε 1.49 and 2.27 at σ 0.924 and 0.873, root 0.7797: 0.776 next, where log ε
+    aimed at 0.806 and took three more probes to come down).  q solves stay on log ε: y
+    helped random case 24 (ε from 19.9 at q = 3e-4 to 2.96 at 2e-10) but cost probes where
+    ε ∝ q^s, a line on log ε.  Falls back to the chord of f = log(bound/target) when an
+    aimed bound is not finite.  Only aims the next probe."""
     aims = []
     for x in (x0, x1):
         point, bound = probes.get(x, (None, math.nan))
         aims.append(acc.aimed(*point, bound) if point is not None else math.nan)
     if not all(0.0 < a < math.inf for a in aims):
         return f1 * (x1 - x0) / (f1 - f0)
-    if not amplify or abs(math.log(aims[1] / target)) < _NEAR_ROOT:
-        ys = [math.log(a / target) for a in aims]   # (near the root)
+    if not amplify or abs(math.log(aims[1] / target)) < _NEAR_ROOT \
+            or min(aims) > _AMPLIFY_EPS_MAX:
+        ys = [math.log(a / target) for a in aims]   # (near the root, or both ε large)
     else:
         ys = [_log_expm1(a) - _log_expm1(target) for a in aims]
     y0, y1 = ys
@@ -258,6 +259,12 @@ def _chord_step(acc: Accountant, x0: float, x1: float, f0: float, f1: float, pro
 
 
 _NEAR_ROOT = 0.01     # from a probe within this of the target in log ε: the chord on log ε
+# both ends above this ε: the chord on log ε too.  There y = log(e^ε − 1) ≈ ε, and ε falls
+# like c/σ² (a convex exponential in log σ), so a chord on y undershot by e-folds: random
+# case 218 (q 8.6e-8, 1232 steps, ε 0.019, δ 2e-281, seeded at σ 0.31 where ε is 223) took
+# 11 probes to climb to 2.94, 7 on log ε.  Over the 300's 50 σ solves: 375 -> 364 PLD
+# evaluations, none more on any question (the threshold 10 changed as many, 3 more)
+_AMPLIFY_EPS_MAX = 30.0
 
 
 _SLOPE_FLAT = 0.5     # below this d log ε / d log q, q's accuracy is rtol / slope (q_guess)
