@@ -187,3 +187,29 @@ def test_a_sigma_chord_between_two_large_epsilons_is_on_log_epsilon(monkeypatch)
     found, _ = guess.sigma_guess(Accountant("pld", 1e-3), q, steps, eps, log_d, 8e-6)
     assert found == pytest.approx(2.9436, rel=1e-4)
     assert len(points) <= 7
+
+
+def test_a_root_met_on_a_cheap_bound_is_not_rechecked_where_the_first_pass_is_final(
+        monkeypatch):
+    """Random case 116 (q 1.302e-6, 3755 steps, ε 13.35, δ 4.4e-234): the full evaluation
+    that learned the refinement found none (the first pass met the tolerance), so the cheap
+    bound is the full one nearby and the secant aims with it alone (as bound_for does).  The
+    root it met on a cheap bound was checked with a second full evaluation all the same,
+    which again equalled the cheap bound.  Over the benchmark's 50 σ solves: 364 -> 342 PLD
+    evaluations, none more, answers within 6e-9."""
+    q, steps, eps, log_d = 1.302e-06, 3755, 13.35, math.log(4.388e-234)
+    full = []
+    real = accountants.evaluate
+
+    def evaluate(name, question, q_, sigma, *args, **kwargs):
+        got = real(name, question, q_, sigma, *args, **kwargs)
+        if name == "pld":
+            full.append(got[0])
+        return got
+
+    monkeypatch.setattr(accountants, "evaluate", evaluate)
+    acc = Accountant("pld", 1e-3)
+    found, _ = guess.sigma_guess(acc, q, steps, eps, log_d, 8e-6)
+    assert acc._first_pass_final
+    assert found == pytest.approx(1.21853, rel=2e-5)
+    assert len(full) == 1

@@ -158,11 +158,14 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
                 # the secant jumped 4 % past the root; such a step goes no further than
                 # the chord is long
                 step = math.copysign(abs(x1 - x0), step)
-            if abs(step) < eff[0] / 4 and not _has_full(acc, probes[x1][0]):
+            if abs(step) < eff[0] / 4 and not _has_full(acc, probes[x1][0]) \
+                    and not acc._first_pass_final:
                 # met on a cheap bound aimed with the refinement ratio of another rate:
                 # the ratio drifts (log full/cheap -0.170 at q 5.4e-5, -0.151 at 6.3e-5, σ
                 # 0.82, 1255 steps, δ 1.6e-6), and the solver widened from the guess by
-                # 1e-9, 4e-9, ... (9 full evaluations to go 3 % down): the full bound there
+                # 1e-9, 4e-9, ... (9 full evaluations to go 3 % down): the full bound there.
+                # (Not where the last full evaluation found the first pass final: the cheap
+                # bound is then the full one nearby, as bound_for assumes; random case 183)
                 f1 = f(x1, full=True)
                 x0, f0 = _full_partner(acc, probes, x1, x0, f0, epsilon)
                 if f1 == f0 or not math.isfinite(f1):
@@ -436,8 +439,10 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
             # q = 1.7e-8, ε 1.49 and 2.27 at σ 0.924 and 0.873, root 0.7797: 0.776 next,
             # where log ε aimed at 0.806 and took three more probes to come down)
             step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon)
-            if abs(step) < stop and not _has_full(acc, probes[x1][0]):
-                # met on an aimed cheap bound: the full one there first (see q_guess)
+            if abs(step) < stop and not _has_full(acc, probes[x1][0]) \
+                    and not acc._first_pass_final:
+                # met on an aimed cheap bound: the full one there first (see q_guess),
+                # unless the first pass was final at the last full point (random case 116)
                 f1 = f(x1, full=True)
                 x0, f0 = _full_partner(acc, probes, x1, x0, f0, epsilon)
                 if f1 == f0 or not math.isfinite(f1):
