@@ -30,6 +30,20 @@ def _fake_pld(monkeypatch, cheap, full):
     return Accountant("pld", 1e-3), calls
 
 
+def _pld_probes(monkeypatch) -> list:
+    """The σ of every cheap PLD evaluation from now on, in order (the real evaluations)."""
+    points = []
+    real = accountants.evaluate_upper
+
+    def upper(name, q, sigma, *args, **kwargs):
+        if name == "pld":
+            points.append(sigma)
+        return real(name, q, sigma, *args, **kwargs)
+
+    monkeypatch.setattr(accountants, "evaluate_upper", upper)
+    return points
+
+
 def test_a_cheap_bound_is_aimed_with_the_refinement_seen_at_the_last_full_point(monkeypatch):
     acc, calls = _fake_pld(monkeypatch, lambda q: 1000.0 * q * 1.01, lambda q: 1000.0 * q)
     # nothing refined yet: a cheap bound is aimed as it is
@@ -81,7 +95,7 @@ def test_far_tail_sigma_seed_comes_from_rdp_when_the_clt_is_far_below_it():
     assert guess._rdp_sigma_seed(acc, q, steps, eps, log_d, 0.8) == 0.8
 
 
-def test_far_tail_sigma_newton_step_takes_rdps_slope():
+def test_far_tail_sigma_newton_step_takes_rdps_slope(monkeypatch):
     """Random case 297 again: from the seed 0.916 (ε 23.42 against the target 21.88) the
     CLT's d log ε / d log σ, −14, stepped 0.5 % where 3 % was needed (6 PLD evaluations of
     0.6 s).  RDP's slope there is the PLD's within 20 % (the PLD's, −2.1, measured from
@@ -92,17 +106,8 @@ def test_far_tail_sigma_newton_step_takes_rdps_slope():
     assert -2.1 * 1.2 < slope < -2.1 / 1.2
     assert guess._clt_slope(q, steps, eps, log_d) < -10       # the CLT's, far off
     assert guess._rdp_sigma_slope(Accountant("rdp", 1e-3), q, 0.9161, steps, log_d) is None
-    points = []
-    real = accountants.evaluate_upper
-
-    def upper(name, q_, sigma, *args, **kwargs):
-        if name == "pld":
-            points.append(sigma)
-        return real(name, q_, sigma, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(accountants, "evaluate_upper", upper)
-        found, _ = guess.sigma_guess(acc, q, steps, eps, log_d, 8e-6)
+    points = _pld_probes(monkeypatch)
+    found, _ = guess.sigma_guess(acc, q, steps, eps, log_d, 8e-6)
     assert len(points) <= 4 and found == pytest.approx(0.94492, rel=2e-5)
 
 
@@ -151,18 +156,11 @@ def test_a_steps_guess_beyond_the_cap_aims_at_the_cap(monkeypatch):
     certifies that many steps) takes two."""
     from dpcalc.api.dpsgd import MAX_STEPS, dpsgd
 
-    calls = []
-    real = accountants.evaluate_upper
-
-    def upper(name, *args, **kwargs):
-        calls.append(name)
-        return real(name, *args, **kwargs)
-
-    monkeypatch.setattr(accountants, "evaluate_upper", upper)
+    calls = _pld_probes(monkeypatch)
     r = dpsgd(q=3.591e-08, sigma=276.8, epsilon=0.03946, delta=9.877e-282, solve_for="steps",
               compare=False)
     assert r.value == MAX_STEPS
-    assert calls.count("pld") <= 3
+    assert len(calls) <= 3
     from dpcalc.relations import pld
 
     assert pld.epsilon_bounds(3.591e-08, 276.8, MAX_STEPS, math.log(9.877e-282))[1] <= 0.03946
@@ -175,15 +173,7 @@ def test_a_sigma_chord_between_two_large_epsilons_is_on_log_epsilon(monkeypatch)
     ε above _AMPLIFY_EPS_MAX the chord is on log ε: 7.  (Case 34's ε 1.49 and 2.27 stay on
     y: test_sigma_chord_on_log_expm1_aims_closer_than_on_log_epsilon.)"""
     q, steps, eps, log_d = 8.563e-08, 1232, 0.01902, math.log(2.131e-281)
-    points = []
-    real = accountants.evaluate_upper
-
-    def upper(name, q_, sigma, *args, **kwargs):
-        if name == "pld":
-            points.append(sigma)
-        return real(name, q_, sigma, *args, **kwargs)
-
-    monkeypatch.setattr(accountants, "evaluate_upper", upper)
+    points = _pld_probes(monkeypatch)
     found, _ = guess.sigma_guess(Accountant("pld", 1e-3), q, steps, eps, log_d, 8e-6)
     assert found == pytest.approx(2.9436, rel=1e-4)
     assert len(points) <= 7
