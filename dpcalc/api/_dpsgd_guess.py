@@ -22,8 +22,8 @@ def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
     of its probes is cheap) seeds a secant on log T ↦ log ε_upper(T) of the PLD (the bound
     ``holds`` decides on: ``Accountant.bound_for``); where RDP meets the target at no step
     count (far in the tail, where it is loose), the Gaussian-DP CLT's estimate [DRS19] seeds
-    it.  Any guess is safe: the integer solver checks the guess and its neighbour with
-    ``holds``.
+    it (at most the cap, MAX_STEPS).  Any guess is safe: the integer solver checks the guess
+    and its neighbour with ``holds``.
     """
     if acc.name != "pld" or epsilon <= 0:
         return None
@@ -42,9 +42,10 @@ def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
             t0 = None
         if t0 is None or not t0 >= 1:
             return None
-        # beyond the cap: aim at the cap itself (random case 71 of
+        # beyond the cap: the secant starts at the cap itself (random case 71 of
         # benchmarks/bench_dpsgd_random.py, q 3.6e-8, σ 277, δ 1e-281: the CLT's 3e11 was
-        # dropped, and the solver doubled from one step to the cap: 35 evaluations, 2.5 s)
+        # dropped, and the solver doubled from one step to the cap: 35 evaluations, 2.5 s;
+        # a guess equal to the cap makes the integer search probe one step, then the cap)
         t0 = min(t0, MAX_STEPS)
 
     def f(x: float) -> float:
