@@ -159,19 +159,11 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
                 # the secant jumped 4 % past the root; such a step goes no further than
                 # the chord is long
                 step = math.copysign(abs(x1 - x0), step)
-            if abs(step) < eff[0] / 4 and not _has_full(acc, probes[x1][0]) \
-                    and not acc._first_pass_final:
-                # met on a cheap bound aimed with the refinement ratio of another rate:
-                # the ratio drifts (log full/cheap -0.170 at q 5.4e-5, -0.151 at 6.3e-5, σ
-                # 0.82, 1255 steps, δ 1.6e-6), and the solver widened from the guess by
-                # 1e-9, 4e-9, ... (9 full evaluations to go 3 % down): the full bound there.
-                # (Not where the last full evaluation found the first pass final: the cheap
-                # bound is then the full one nearby, as bound_for assumes; random case 183)
-                f1 = f(x1, full=True)
-                x0, f0 = _full_partner(acc, probes, x1, x0, f0, epsilon)
-                if f1 == f0 or not math.isfinite(f1):
+            if abs(step) < eff[0] / 4 and _on_cheap_root(acc, probes[x1][0]):
+                got = _full_chord(acc, f, probes, x0, f0, x1, epsilon, amplify=False)
+                if got is None:
                     break          # no chord (the solver brackets from x1)
-                step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon, amplify=False)
+                x0, f0, f1, step = got
             if abs(step) < eff[0] / 4:
                 return converged(x1, step)
             below = _aimed_below(acc, probes.get(x1), epsilon, f1)
@@ -187,6 +179,28 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         return math.exp(x1), 1e-4, eff[0]
     except (ArithmeticError, ValueError):
         return None, 1e-4, eff[0]
+
+
+def _on_cheap_root(acc: Accountant, point: tuple) -> bool:
+    """Whether a secant that met its root at ``point`` met it on a cheap bound aimed with the
+    refinement ratio of another point, so that the full bound there should be asked first.
+    The ratio drifts (log full/cheap -0.170 at q 5.4e-5, -0.151 at 6.3e-5, σ 0.82, 1255
+    steps, δ 1.6e-6), and the solver widened from such a guess by 1e-9, 4e-9, ... (9 full
+    evaluations to go 3 % down).  Not where the last full evaluation found the first pass
+    final: the cheap bound is then the full one nearby, as bound_for assumes (random cases
+    116 and 183: the check found the cheap bound again)."""
+    return not _has_full(acc, point) and not acc._first_pass_final
+
+
+def _full_chord(acc: Accountant, f, probes: dict, x0: float, f0: float, x1: float,
+                target: float, amplify: bool = True):
+    """The full bound at x1 (``f(x1, full=True)``) and the chord from there to the nearest
+    fully evaluated probe: (x0, f0, f1, step), or None where there is no chord."""
+    f1 = f(x1, full=True)
+    x0, f0 = _full_partner(acc, probes, x1, x0, f0, target)
+    if f1 == f0 or not math.isfinite(f1):
+        return None
+    return x0, f0, f1, _chord_step(acc, x0, x1, f0, f1, probes, target, amplify=amplify)
 
 
 def _full_partner(acc: Accountant, probes: dict, x1: float, x0: float, f0: float,
@@ -440,15 +454,11 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
             # q = 1.7e-8, ε 1.49 and 2.27 at σ 0.924 and 0.873, root 0.7797: 0.776 next,
             # where log ε aimed at 0.806 and took three more probes to come down)
             step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon)
-            if abs(step) < stop and not _has_full(acc, probes[x1][0]) \
-                    and not acc._first_pass_final:
-                # met on an aimed cheap bound: the full one there first (see q_guess),
-                # unless the first pass was final at the last full point (random case 116)
-                f1 = f(x1, full=True)
-                x0, f0 = _full_partner(acc, probes, x1, x0, f0, epsilon)
-                if f1 == f0 or not math.isfinite(f1):
+            if abs(step) < stop and _on_cheap_root(acc, probes[x1][0]):
+                got = _full_chord(acc, f, probes, x0, f0, x1, epsilon)
+                if got is None:
                     break          # no chord (the solver brackets from x1)
-                step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon)
+                x0, f0, f1, step = got
             if abs(step) < stop:
                 # the root lies about ``step`` from x1 (the secant converges superlinearly):
                 # the solver's first probe, 2·|step| beyond it, is then on the other side
