@@ -1,12 +1,13 @@
 """``dpcalc batch`` throughput (issue 13): N dpsgd ε questions, whole process.
 
     .venv/bin/python benchmarks/bench_batch.py [--lines 10000] [--seed 13] [--compare-off]
-        [--workers N] [--write FILE]
+        [--workers N] [--uniform] [--write FILE]
 
 Generates N lines with a fixed seed — σ log-uniform in [0.5, 10], q log-uniform in
-[1e-4, 0.1], epochs uniform in [1, 200] (integers), δ = 1e-5, ε asked — runs them through the
-installed ``dpcalc batch`` next to this interpreter, and prints wall and CPU time (user + sys
-of the child), lines per second, and the exit status. ``--compare-off`` adds
+[1e-4, 0.1] (``--uniform``: both uniform; the issue names the ranges, not the law), epochs
+uniform in [1, 200] (integers), δ = 1e-5, ε asked — runs them through the installed
+``dpcalc batch`` next to this interpreter, and prints wall and CPU time (user + sys of the
+child), lines per second, and the exit status. ``--compare-off`` adds
 ``"compare": false`` (no comparison rows: the --value evaluation). ``--workers N`` sets
 ``DPCALC_BATCH_WORKERS`` (1: one process, as before the workers; default: one per core). Goal
 (issue 13): 10,000 lines in <= 60 s; wall time is the headline.
@@ -30,13 +31,15 @@ import time
 from pathlib import Path
 
 
-def questions(n: int, seed: int, compare: bool) -> list[str]:
+def questions(n: int, seed: int, compare: bool, uniform: bool = False) -> list[str]:
     rng = random.Random(seed)
     out = []
     for i in range(n):
-        line = {"command": "dpsgd",
-                "q": float(f"{10 ** rng.uniform(-4, -1):.3g}"),
-                "sigma": float(f"{10 ** rng.uniform(math.log10(0.5), 1):.3g}"),
+        if uniform:
+            q, sigma = rng.uniform(1e-4, 0.1), rng.uniform(0.5, 10.0)
+        else:
+            q, sigma = 10 ** rng.uniform(-4, -1), 10 ** rng.uniform(math.log10(0.5), 1)
+        line = {"command": "dpsgd", "q": float(f"{q:.3g}"), "sigma": float(f"{sigma:.3g}"),
                 "epochs": rng.randint(1, 200), "delta": 1e-5, "id": i}
         if not compare:
             line["compare"] = False
@@ -50,10 +53,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--compare-off", action="store_true")
     parser.add_argument("--workers", type=int, help="DPCALC_BATCH_WORKERS (default: unset)")
+    parser.add_argument("--uniform", action="store_true",
+                        help="σ and q uniform on their ranges (default: log-uniform)")
     parser.add_argument("--write", help="also keep the generated questions in this file")
     args = parser.parse_args()
     exe = str(Path(sys.executable).parent / "dpcalc")
-    text = "\n".join(questions(args.lines, args.seed, not args.compare_off)) + "\n"
+    text = "\n".join(questions(args.lines, args.seed, not args.compare_off, args.uniform)) + "\n"
     if args.write:
         Path(args.write).write_text(text)
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as handle:
@@ -74,8 +79,9 @@ def main() -> None:
         after.children_system - before.children_system)
     answers = proc.stdout.decode().splitlines()
     errors = sum(1 for a in answers if '"error"' in a[:200] and '"exit_status"' in a)
-    print(f"{args.lines} lines (seed {args.seed}, compare {'off' if args.compare_off else 'on'}"
-          f", workers {workers}):"
+    law = "uniform" if args.uniform else "log-uniform"
+    print(f"{args.lines} lines (seed {args.seed}, {law}, "
+          f"compare {'off' if args.compare_off else 'on'}, workers {workers}):"
           f" wall {wall:.1f} s, CPU {cpu:.1f} s, {args.lines / wall:.1f} lines/s, "
           f"exit {proc.returncode}, {len(answers)} answers, {errors} error lines")
 
