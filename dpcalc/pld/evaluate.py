@@ -15,6 +15,12 @@ from dpcalc.pld._core import _log_c_lambda, _log_mass_any, _log_sub, _logsumexp,
 from dpcalc.pld.pmf import _Dist
 from dpcalc.solve import bisect_to_adjacent
 
+# the surrogate's sums are kept to within this many e-folds of their largest term (_suffix)
+_SCALED_RANGE = 600.0
+# a surrogate this far (log) above log δ is taken as above it where that only skips a
+# certified check whose failure would cost tightness alone (epsilon)
+_SURROGATE_MARGIN = 0.1
+
 
 def _log_c_lambda_exp(lam: float) -> float:
     """C_λ = sup_{y ≥ 0} e^{−λy}(1 − e^{−y}), padded up."""
@@ -63,6 +69,7 @@ class _Final:
         self.ell_nz = self.ell[ok]
         self.lm_nz = self.lm[ok]
         self._sa = self._sb = None
+        self._floor = -math.inf     # the lowest log δ the cached suffix sums serve (_suffix)
 
     def log_delta_parts(self, eps: float) -> tuple[float, float, float]:
         """The three terms of the pessimistic bound at ε (log): the grid part, the ℓ1 error
@@ -78,10 +85,12 @@ class _Final:
 
     def log_delta(self, eps: float) -> float:
         """Certified upper (pessimistic) or lower (optimistic) bound on log δ(ε)."""
-        sel = self.ell_nz > eps
-        if sel.any():
+        # ell_nz is non-decreasing (an arange times h, plus an offset): the points above ε
+        # are a suffix, the same selection as the mask ell_nz > ε without copying it
+        k = int(np.searchsorted(self.ell_nz, eps, side="right"))
+        if k < self.ell_nz.size:
             with np.errstate(divide="ignore"):
-                lw = self.lm_nz[sel] + np.log(-np.expm1(eps - self.ell_nz[sel]))
+                lw = self.lm_nz[k:] + np.log(-np.expm1(eps - self.ell_nz[k:]))
             lfin = _logsumexp(lw)
         else:
             lfin = -math.inf
@@ -139,11 +148,29 @@ class _Final:
             r = _log_sub(lfin_lo + math.log1p(-self.rel), lerr)
             return np.where((lfin_lo == -np.inf) | ~(lerr < np.inf) | np.isnan(r), -np.inf, r)
 
-    def _suffix(self):
-        if self._sa is None:
+    def _suffix(self, floor: float = -math.inf):
+        """log Σ_{i≥j} m_i and log Σ_{i≥j} m_i e^{−ℓ_i} at every j, for the surrogate (not
+        certified).  Where every value the root search reads lies within _SCALED_RANGE
+        e-folds of its sum's largest term (δ(ε) ≥ e^floor, ε at most the grid's top), as
+        scaled sums (exp, cumsum, log: a quarter of logaddexp.accumulate's time; the terms
+        lost below e^-745 of the largest change nothing there); else in the log domain."""
+        if self._sa is None or floor < self._floor:   # (scaled sums for a higher floor)
             ell, lm = self.ell_nz, self.lm_nz
-            self._sa = np.logaddexp.accumulate(lm[::-1])[::-1]           # log Σ_{i≥j} m_i
-            self._sb = np.logaddexp.accumulate((lm - ell)[::-1])[::-1]   # log Σ_{i≥j} m_i e^{−ℓ_i}
+            self._floor = -math.inf
+            if ell.size and floor > -math.inf:
+                ma, mb = float(np.max(lm)), float(np.max(lm - ell))
+                scaled = (floor - ma > -_SCALED_RANGE
+                          and floor - float(ell[-1]) - mb > -_SCALED_RANGE)
+            else:
+                scaled = False
+            if scaled:
+                self._floor = floor
+                with np.errstate(under="ignore", divide="ignore"):
+                    self._sa = ma + np.log(np.cumsum(np.exp(lm - ma)[::-1])[::-1])
+                    self._sb = mb + np.log(np.cumsum(np.exp(lm - ell - mb)[::-1])[::-1])
+            else:
+                self._sa = np.logaddexp.accumulate(lm[::-1])[::-1]          # log Σ_{i≥j} m_i
+                self._sb = np.logaddexp.accumulate((lm - ell)[::-1])[::-1]  # … m_i e^{−ℓ_i}
         return self._sa, self._sb
 
     def approx_log_delta(self, eps: float) -> float:
@@ -167,12 +194,13 @@ class _Final:
             return -math.inf
         return lfin + math.log(-math.expm1(lerr - lfin))
 
-    def grid_log_delta(self) -> tuple[np.ndarray, np.ndarray]:
-        """Approximate log δ_fin at every grid point (to locate a root; not certified)."""
+    def grid_log_delta(self, floor: float = -math.inf) -> tuple[np.ndarray, np.ndarray]:
+        """Approximate log δ_fin at every grid point (to locate a root; not certified); see
+        _suffix for ``floor``."""
         ell = self.ell_nz
         if ell.size == 0:
             return ell, ell
-        sa, sb = self._suffix()
+        sa, sb = self._suffix(floor)
         sa = np.concatenate((sa[1:], [-np.inf]))
         sb = np.concatenate((sb[1:], [-np.inf]))
         with np.errstate(invalid="ignore"):
@@ -189,10 +217,14 @@ class _Final:
         uses.  The root is located with the fast surrogate, then verified.
         """
         f = self.log_delta
-        ell, approx = self.grid_log_delta()
         thr = log_delta
+        ell, approx = self.grid_log_delta(thr - _SURROGATE_MARGIN)
+        approx_at = self.approx_log_delta
         if self.pess:
-            if f(0.0) <= thr:
+            # the certified check at 0 only where the surrogate does not already put δ(0)
+            # clearly above δ (the certified bound lies above the surrogate; skipping it can
+            # only return a larger ε, never a smaller one)
+            if approx_at(0.0) <= thr + _SURROGATE_MARGIN and f(0.0) <= thr:
                 return 0.0
             a, b = 0.0, None
             cand = (np.nonzero((approx < thr) & (ell > 0))[0] if ell.size
@@ -200,9 +232,14 @@ class _Final:
             for k in cand[:3]:
                 if f(float(ell[k])) <= thr:
                     b = float(ell[k])
-                    if k > 0 and ell[k - 1] > 0 and f(float(ell[k - 1])) > thr:
+                    # a only brackets the surrogate's root (the returned end is b or a point
+                    # that passes the certified check below, whatever a is): the grid point
+                    # before b where the surrogate is above δ there (it is, but for ties: k
+                    # is the first candidate), else the last candidate that failed
+                    if k > 0 and ell[k - 1] > 0 and approx[k - 1] > thr:
                         a = float(ell[k - 1])
                     break
+                a = float(ell[k])
             if b is None:
                 top = float(ell[-1]) if ell.size else 0.0
                 if top > 0 and f(top) <= thr:
@@ -232,8 +269,8 @@ class _Final:
                 return 0.0
             above = ell[ell > a]
             b = float(above[0]) if above.size else a + 1.0
-            if f(b) > thr:
-                return a
+            if approx_at(b) > thr:
+                return a    # the root lies beyond the next grid point: a is certified
         # locate the root of the surrogate in [a, b] (first the grid cell, then the Illinois
         # variant of regula falsi on e^{g−log δ} − 1), then certify a point next to it
         lo_, hi_ = a, b
