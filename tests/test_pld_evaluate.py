@@ -21,16 +21,16 @@ from dpcalc.pld.pmf import _Dist
 H = 0.01
 
 
-def _law(mu: float, lo: int, n: int):
-    """Grid masses of a Gaussian PLD N(μ, 2μ) [DRS19] at ℓ_j = j·H, j = lo … lo + n − 1:
-    (their natural logs, exactly as given to the _Final, and the _Final itself)."""
+def _law(mu: float, lo: int, n: int, pess: bool = True):
+    """The _Final of the grid masses of a Gaussian PLD N(μ, 2μ) [DRS19] at ℓ_j = j·H, j = lo
+    … lo + n − 1 (pessimistic or optimistic side: the same masses, no error term)."""
     ell = (np.arange(lo, lo + n, dtype=float)) * H
     lm = -((ell - mu) ** 2) / (4.0 * mu)
     lm -= math.log(float(np.sum(np.exp(lm - lm.max())))) + lm.max()   # total mass 1
     top = float(lm.max())
     t = np.exp(lm - top)
     d = _Dist(lo=lo, s=0, t=t, logscale=top, e1=0.0, einf=0.0)
-    fin = evaluate._Final(d, H, 0.0, 1, 0.0, -math.inf, True)
+    fin = evaluate._Final(d, H, 0.0, 1, 0.0, -math.inf, pess)
     return fin
 
 
@@ -63,6 +63,39 @@ def test_pessimistic_epsilon_is_the_certified_root(mu, lo, n, log_delta):
         # tight: just below it the exact δ is above the target
         below = eps - 1e-9 * max(1.0, eps)
         assert _exact_log_delta(fin, below) > log_delta
+
+
+@pytest.mark.parametrize(("mu", "lo", "n", "log_delta"), CASES[:3])
+def test_optimistic_epsilon_is_the_certified_root_from_below(mu, lo, n, log_delta):
+    fin = _law(mu, lo, n, pess=False)
+    eps = fin.epsilon(log_delta)
+    assert eps > 0.0
+    assert fin.log_delta(eps) > log_delta                   # certified at the answer
+    assert _exact_log_delta(fin, eps) > log_delta           # below the true root
+    above = eps + 1e-9 * max(1.0, eps)                      # and tight
+    assert _exact_log_delta(fin, above) <= log_delta
+
+
+def test_a_delta_just_below_the_one_at_zero_is_met_above_zero():
+    """The certified check at ε = 0 is skipped only where the surrogate puts δ(0) clearly
+    above δ: 0.05 below it (in log) the answer is a positive ε that the bound certifies."""
+    fin = _law(0.02, -100, 300)
+    log_delta = fin.log_delta(0.0) - 0.05
+    eps = fin.epsilon(log_delta)
+    assert eps > 0.0
+    assert fin.log_delta(eps) <= log_delta
+    assert _exact_log_delta(fin, eps) <= log_delta + 1e-12
+
+
+@pytest.mark.parametrize(("mu", "lo", "n", "log_delta"), CASES[:2])
+def test_the_search_reads_the_scaled_sums_it_computed(mu, lo, n, log_delta):
+    """The root search computes its suffix sums once, scaled where δ allows, and its
+    point-wise surrogate reads those (a recomputation in the log domain cost more than the
+    scaled sums saved: review, helper-44)."""
+    fin = _law(mu, lo, n)
+    fin.epsilon(log_delta)
+    assert fin._floor > -math.inf
+    assert fin._floor == log_delta - evaluate._SURROGATE_MARGIN
 
 
 @pytest.mark.parametrize(("mu", "lo", "n", "log_delta"), CASES[:3])

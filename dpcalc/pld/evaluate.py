@@ -176,7 +176,8 @@ class _Final:
     def approx_log_delta(self, eps: float) -> float:
         """Fast (not certified) value of the bound at ε, from suffix sums: Σ_{ℓ_j>ε} m_j −
         e^ε Σ_{ℓ_j>ε} m_j e^{−ℓ_j}.  Used to locate roots; results are then verified."""
-        sa, sb = self._suffix()
+        # the sums already computed, scaled or not (a search reads them near its own δ)
+        sa, sb = self._suffix(self._floor if self._sa is not None else -math.inf)
         k = int(np.searchsorted(self.ell_nz, eps, side="right"))
         if k < sa.size:
             a, b = float(sa[k]), eps + float(sb[k])
@@ -324,4 +325,6 @@ class _Final:
                 b = bisect_to_adjacent(lambda x: f(x) <= thr, a, b, rel_width=4 * _U)
             else:
                 a = bisect_to_adjacent(lambda x: not f(x) <= thr, b, a, rel_width=4 * _U)
-        return b if self.pess else a
+        # (ε ≥ 0: a certified point below 0 certifies 0, as δ(ε) never increases; the check
+        # at 0 above is skipped on the surrogate's word, so b can lie below 0 here)
+        return max(b, 0.0) if self.pess else a
