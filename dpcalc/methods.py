@@ -104,10 +104,13 @@ DPSGD = Registry(
 )
 
 #: The one fallback policy. When an accountant cannot certify its answer (it raises
-#: ``dpcalc.accountants.dpsgd.UNCERTIFIABLE``: the PLD grid cannot reach the asked δ), the
-#: answer is that of the accountant named here, and the output says so (a note, and
-#: ``method`` names the accountant that answered). No other accountant or method falls back.
-FALLBACK = {"pld": "rdp"}
+#: ``dpcalc.accountants.dpsgd.uncertifiable()``: the PLD grid cannot reach the asked δ or
+#: rate), the answer at each point is the tightest of the accountants named here (each one's
+#: ε or δ is an upper bound, so the smallest is one too), and the output says so (a note,
+#: and ``method`` names the accountant that answered). No other accountant or method falls
+#: back.  (RDP alone was 220 orders of magnitude looser than strong composition at q ~ 1e-16,
+#: δ ~ 1e-138: its conversion needs orders beyond its grid there.)
+FALLBACK = {"pld": ("rdp", "strong")}
 
 #: (command, option) -> registry: what the CLI help, completion, schema and README check.
 REGISTRIES: dict[tuple[str, str], Registry] = {

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from dpcalc.api._common import COUNT_RTOL
+from dpcalc.api.dpsgd import MAX_STEPS
 from dpcalc.errors import InfeasibleError
 from dpcalc.relations import dpsgd as rel
 from dpcalc.relations import pld
@@ -361,9 +362,13 @@ def test_steps_solves_with_a_huge_sigma_still_answer():
     r = api.dpsgd(q=0.5, sigma=1e200, epsilon=0.01, delta=1e-300, compare=False)
     assert pld.epsilon_bounds(0.5, 1e6, api.steps_for(r.value, 0.5), ld)[1] <= 0.01
     assert pld.epsilon_bounds(0.5, 1e6, api.steps_for(r.value + 1, 0.5), ld)[1] > 0.01
-    with pytest.raises(InfeasibleError):
-        api.dpsgd(q=1e-200, sigma=1.0, epsilon=0.5, delta=1e-300, solve_for="steps",
+    # q = 1e-200: below the PLD's rates; RDP certifies no count there, strong composition
+    # [DRV10] (the tighter fallback) every count up to the cap (it was infeasible under an
+    # RDP-only fallback)
+    r = api.dpsgd(q=1e-200, sigma=1.0, epsilon=0.5, delta=1e-300, solve_for="steps",
                   compare=False)
+    assert r.method == "strong" and r.value == MAX_STEPS
+    assert rel.strong_epsilon(1e-200, 1.0, MAX_STEPS, ld)[0] <= 0.5
 
 
 def test_an_infeasible_epochs_solve_far_in_the_tail_stops_at_one_step(monkeypatch):

@@ -126,10 +126,20 @@ def test_one_step_bracket_holds_where_tilted_masses_underflow(q, sigma, eps):
     assert lo <= exact <= up
 
 
-def test_q_solve_below_the_pld_domain_says_what_it_cannot_certify():
+def test_q_solve_below_the_pld_domain_says_what_it_cannot_certify(monkeypatch):
     # the cheap probes keep the PLD's domain (q >= PLD_Q_MIN) like the full evaluation; a
-    # target only rates below it could meet is refused with what was tried, not "no q"
+    # target only rates below it could meet is answered by the fallback policy (here strong
+    # composition [DRV10], which RDP's conversion cannot match this far out), certified by
+    # it and named; where no fallback certifies one either, it is refused with what was
+    # tried, not "no q"
+    from dpcalc.accountants.dpsgd import PLD_Q_MIN
     from dpcalc.errors import InfeasibleError
 
+    question = {"sigma": 0.48, "steps": 13305, "epsilon": 0.4823, "delta": 8.673e-236}
+    r = dpsgd(**question, compare=False)
+    assert r.method == "strong" and 0.0 < r.value < PLD_Q_MIN
+    assert any("cannot certify" in n and "strong composition's" in n for n in r.notes)
+    assert rel.strong_epsilon(r.value, 0.48, 13305, math.log(8.673e-236))[0] <= 0.4823
+    monkeypatch.setattr(rel, "strong_epsilon", lambda *args: (math.inf, math.nan))
     with pytest.raises(InfeasibleError, match="PLD certifies .* a smaller q may meet it"):
-        dpsgd(sigma=0.48, steps=13305, epsilon=0.4823, delta=8.673e-236, compare=False)
+        dpsgd(**question, compare=False)

@@ -97,23 +97,105 @@ def test_readme_method_table_lists_every_entry_with_its_reference(key, registry)
         assert str(REFS[method.reference].year) in rows[0], (command, method.name, rows[0])
 
 
-def test_pld_falls_back_to_rdp_and_says_so(monkeypatch):
-    """The one fallback policy: an uncertifiable PLD answer is the RDP accountant's, named as
-    such (method and note), never silently."""
+def test_pld_falls_back_to_the_tighter_of_rdp_and_strong_and_says_so(monkeypatch):
+    """The one fallback policy: an uncertifiable PLD answer is the tightest of the RDP and
+    strong-composition accountants' at that point, named as such (method and note), never
+    silently.  Here RDP's is the tighter."""
     import importlib
 
     from dpcalc.relations import pld
 
     dpsgd = importlib.import_module("dpcalc.api.dpsgd").dpsgd
 
-    assert FALLBACK == {"pld": "rdp"}
+    assert FALLBACK == {"pld": ("rdp", "strong")}
     rdp = dpsgd(q=0.01, sigma=4, epochs=10, delta=1e-5, accountant="rdp", compare=False)
+    strong = dpsgd(q=0.01, sigma=4, epochs=10, delta=1e-5, accountant="strong",
+                   compare=False)
 
     def refuse(*args, **kwargs):
         raise pld.PLDUncertifiable("test")
 
     monkeypatch.setattr(pld, "epsilon_bounds", refuse)
     result = dpsgd(q=0.01, sigma=4, epochs=10, delta=1e-5, compare=False)
+    assert rdp.value < strong.value
     assert result.method == "rdp" and result.bounds is None
     assert result.value == rdp.value
-    assert any("cannot certify" in n and "RDP" in n for n in result.notes)
+    assert any("cannot certify" in n and "RDP accountant's" in n for n in result.notes)
+
+
+# below the PLD's smallest rate (q < 1e-12) at δ ~ 1e-138: RDP's conversion needs orders
+# beyond its grid, and strong composition [DRV10] answers 220 orders of magnitude tighter
+TINY = {"sigma": 0.9082, "steps": 84576}
+
+
+@pytest.mark.parametrize("question", [{"epsilon": 0.3538, "delta": 6.939e-139},
+                                      {"q": 1e-16, "delta": 6.939e-139},
+                                      {"q": 1e-16, "epsilon": 0.36}])
+def test_strong_composition_answers_where_it_is_the_tighter_fallback(question):
+    """q, ε and δ asked below the PLD's range: the answer is strong composition's, which is
+    tighter than RDP's there, and the note and method say so."""
+    import importlib
+
+    dpsgd = importlib.import_module("dpcalc.api.dpsgd").dpsgd
+    args = {**TINY, **question}
+    result = dpsgd(**args, compare=False)
+    strong = dpsgd(**args, accountant="strong", compare=False)
+    rdp = dpsgd(**args, accountant="rdp", compare=False)
+    assert result.method == "strong" and result.bounds is None
+    if result.solved_for == "q":
+        # the PLD's q search stops at its own resolution (2e-5, _solve_one), on the safe side
+        assert strong.value * (1.0 - 3e-5) <= result.value <= strong.value
+    else:
+        assert result.value == strong.value
+    tighter = rdp.value > strong.value if result.solved_for == "q" else rdp.value < \
+        strong.value
+    assert not tighter               # strong's answer is the better one here ...
+    assert rdp.value != strong.value
+    assert any("cannot certify" in n and "strong composition's" in n for n in result.notes)
+    assert result.reference == strong.reference
+
+
+def test_the_fallback_answer_is_the_same_in_every_output_mode():
+    """One solve, then render: --value, --json and the human output carry strong
+    composition's answer (and name it), through the real entry point."""
+    import json
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "dpcalc", "dpsgd", "--sigma", "0.9082", "--steps", "84576",
+            "--epsilon", "0.3538", "--delta", "6.939e-139"]
+    value = subprocess.run([*args, "--value"], capture_output=True, text=True, check=True)
+    doc = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True,
+                                    check=True).stdout)
+    human = subprocess.run(args, capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "COLUMNS": "80"}).stdout
+    assert float(value.stdout) == doc["value"] == doc["parameters"]["q"]
+    assert doc["method"] == "strong"
+    assert "dpcalc dpsgd · strong" in human and "q ≤ 9.8257e-17" in human
+
+
+def test_a_curve_the_pld_cannot_certify_follows_the_fallback_policy_at_each_point(
+        monkeypatch):
+    """--curve under the fallback policy: each epoch's ε is the smaller of RDP's and strong
+    composition's there (RDP's at these δ, as in every epoch-sized run: strong composition
+    is only the tighter at rates far below 1e-8)."""
+    import importlib
+    import math
+
+    from dpcalc.relations import dpsgd as rel
+    from dpcalc.relations import pld
+
+    dpsgd = importlib.import_module("dpcalc.api.dpsgd").dpsgd
+
+    def refuse(*args, **kwargs):
+        raise pld.PLDUncertifiable("test")
+
+    for name in ("epsilon_curve", "epsilon_bounds", "epsilon_upper"):
+        monkeypatch.setattr(pld, name, refuse)
+    result = dpsgd(q=0.01, sigma=1.0, epochs=5, delta=1e-5, curve=True, compare=False)
+    assert result.method == "rdp"
+    log_d = math.log(1e-5)
+    for point in result.extra["curve"]:
+        rdp = rel.rdp_epsilon(0.01, 1.0, point["steps"], log_d)[0]
+        strong = rel.strong_epsilon(0.01, 1.0, point["steps"], log_d)[0]
+        assert point["epsilon"] == min(rdp, strong)

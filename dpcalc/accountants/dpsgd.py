@@ -37,7 +37,8 @@ class DpsgdAccountant:
 def pld_call(fn, *args):
     """A PLD evaluation; float trouble outside its grid's range is "cannot certify" too.
 
-    The accountant then answers with the RDP bound and says so (as for PLDUncertifiable).
+    The accountant then answers with its fallback's bound and says so (as for
+    PLDUncertifiable).
     """
     import warnings
 
@@ -165,17 +166,53 @@ def uncertifiable() -> type[Exception]:
     return PLDUncertifiable
 
 
-def fallback_note(name: str, exc: Exception, question: str) -> str:
-    """The note that says an answer is the fallback's (``question``: epsilon or log_delta)."""
+class FallbackNote(str):
+    """A fallback note: a str like every note, which also names the accountant that
+    answered (``method``)."""
+
+    method: str = ""
+
+
+_FALLBACK_LABEL = {"rdp": "the RDP accountant's", "strong": "strong composition's"}
+
+
+def fallback_note(name: str, exc: Exception, question: str, used: str) -> FallbackNote:
+    """The note that says an answer is the fallback ``used``'s (``question``: epsilon or
+    log_delta)."""
     from dpcalc.methods import FALLBACK
 
-    assert (name, FALLBACK[name]) == ("pld", "rdp")  # the only fallback, worded for it
-    if question == "epsilon":
+    assert name == "pld" and used in FALLBACK[name]  # the only fallback, worded for it
+    answer = _FALLBACK_LABEL[used]
+    if used == "rdp" and question == "epsilon":
         from dpcalc.relations import dpsgd as rel
 
-        return (f"the PLD grid cannot certify this δ ({exc}); the answer is the RDP "
-                f"accountant's (orders up to {int(max(rel._orders()))})")
-    return f"the PLD grid cannot certify this δ ({exc}); the answer is the RDP accountant's"
+        answer += f" (orders up to {int(max(rel._orders()))})"
+    note = FallbackNote(f"the PLD grid cannot certify this δ ({exc}); the answer is {answer}, "
+                        "the tighter of the RDP and strong-composition bounds here")
+    note.method = used
+    return note
+
+
+def fallback(name: str, question: str, q, sigma, steps, x, tolerance) -> tuple[float, str]:
+    """(value, accountant) of the tightest fallback of ``name`` (dpcalc.methods.FALLBACK)
+    for ``question`` ("epsilon" or "log_delta"): the smallest of their upper bounds (the
+    first listed on a tie).  One that raises is passed over; if all do, the first one's
+    error is raised."""
+    from dpcalc.errors import DpcalcError
+    from dpcalc.methods import DPSGD, FALLBACK
+
+    best, first_error = None, None
+    for other in FALLBACK[name]:
+        try:
+            value = getattr(DPSGD[other].load(), question)(q, sigma, steps, x, tolerance)[0]
+        except (DpcalcError, ArithmeticError, ValueError) as exc:
+            first_error = first_error or exc    # (raised below when no fallback answers)
+            continue
+        if value == value and (best is None or value < best[0]):
+            best = (value, other)
+    if best is None:
+        raise first_error
+    return best
 
 
 def evaluate(name: str, question: str, q, sigma, steps, x, tolerance):
@@ -197,9 +234,8 @@ def evaluate(name: str, question: str, q, sigma, steps, x, tolerance):
     try:
         return (*method(q, sigma, steps, x, tolerance), "")
     except uncertifiable() as exc:
-        note = fallback_note(name, exc, question)
-        other = DPSGD[FALLBACK[name]].load()
-        return getattr(other, question)(q, sigma, steps, x, tolerance)[0], None, note
+        value, used = fallback(name, question, q, sigma, steps, x, tolerance)
+        return value, None, fallback_note(name, exc, question, used)
 
 
 def evaluate_upper(name: str, q, sigma, steps, log_delta, tolerance,

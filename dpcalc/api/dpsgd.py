@@ -432,7 +432,7 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     method = accountant
     if main.fallback_note:
         notes.append(main.fallback_note)
-        method = "rdp"
+        method = main.fallback_note.method   # the fallback that answered (FallbackNote)
     if main.clamp_note:
         notes.append(main.clamp_note)
     if method == "pld" and values["q"] == 1.0:
@@ -590,7 +590,7 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
 
             raise InfeasibleError(
                 f"no q meets the target that the PLD certifies (it accounts for q >= "
-                f"{PLD_Q_MIN:g}; below, the RDP fallback certifies none either); a smaller "
+                f"{PLD_Q_MIN:g}; below, its fallbacks certify none either); a smaller "
                 "q may meet it") from None
         if low == 0.0:
             raise

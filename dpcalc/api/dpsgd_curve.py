@@ -71,8 +71,7 @@ def add_comparison_curves(points: list[dict], names: tuple[str, ...], values: di
 def curve_points(acc, values: dict) -> list[dict]:
     """ε after each epoch (at most 100 evenly spaced points for long runs) under ``acc`` (a
     dpcalc.api.dpsgd.Accountant)."""
-    from dpcalc.api.dpsgd import Accountant, steps_for
-    from dpcalc.methods import FALLBACK
+    from dpcalc.api.dpsgd import steps_for
     from dpcalc.numeric.directed import log_of
 
     q, sigma, log_d = values["q"], values["sigma"], log_of(values["delta"])
@@ -98,6 +97,13 @@ def curve_points(acc, values: dict) -> list[dict]:
             return [{"epochs": e, "steps": s, "epsilon": hi}
                     for e, (s, _, hi) in zip(points, rows, strict=True)]
         except pld.PLDUncertifiable:
-            acc = Accountant(FALLBACK[acc.name], acc.tolerance)
+            from dpcalc.accountants.dpsgd import fallback
+
+            # the fallback policy per point: the tightest of its accountants' bounds
+            sig = acc._evaluated_sigma(sigma)
+            return [{"epochs": e, "steps": s,
+                     "epsilon": fallback(acc.name, "epsilon", q, sig, s, log_d,
+                                         acc.tolerance)[0]}
+                    for e, s in zip(points, steps_list, strict=True)]
     return [{"epochs": e, "steps": s, "epsilon": acc.epsilon(q, sigma, s, log_d)[0]}
             for e, s in zip(points, steps_list, strict=True)]
