@@ -199,3 +199,61 @@ def test_a_curve_the_pld_cannot_certify_follows_the_fallback_policy_at_each_poin
         rdp = rel.rdp_epsilon(0.01, 1.0, point["steps"], log_d)[0]
         strong = rel.strong_epsilon(0.01, 1.0, point["steps"], log_d)[0]
         assert point["epsilon"] == min(rdp, strong)
+
+
+def test_a_delta_far_below_the_double_range_is_strong_compositions_answer():
+    """δ asked at q 2e-57: strong composition certifies δ ≤ 2.3e-540, far below RDP's 1e-27;
+    its δ search runs on −log δ (on δ itself it underflowed to log(0), and the fallback
+    then answered with RDP's, calling it the tighter: review, helper-45)."""
+    import importlib
+    import math
+
+    from dpcalc.relations import dpsgd as rel
+
+    api = importlib.import_module("dpcalc.api.dpsgd")
+    acc = api.Accountant("pld", 1e-3)
+    log_delta, _ = acc.log_delta(2e-57, 0.4, 100000, 1.4)
+    assert acc.fallback_note.method == "strong"
+    assert "the tighter of the RDP and strong-composition bounds" in acc.fallback_note
+    assert -1250.0 < log_delta < math.log(1e-300)
+    assert rel.strong_epsilon(2e-57, 0.4, 100000, log_delta)[0] <= 1.4
+    assert log_delta < rel.rdp_log_delta(2e-57, 0.4, 100000, 1.4)
+
+
+def test_a_fallback_that_gives_no_bound_is_named_not_called_looser(monkeypatch):
+    import importlib
+    import math
+
+    from dpcalc.errors import NumericalError
+    from dpcalc.relations import dpsgd as rel
+
+    api = importlib.import_module("dpcalc.api.dpsgd")
+
+    def broken(*args):
+        raise ValueError("test")
+
+    monkeypatch.setattr(rel, "rdp_epsilon", broken)
+    acc = api.Accountant("pld", 1e-3)
+    eps, _ = acc.epsilon(1e-16, 0.9082, 84576, math.log(6.939e-139))
+    assert acc.fallback_note.method == "strong"
+    assert "the RDP accountant gave no bound here" in acc.fallback_note
+    assert "tighter" not in acc.fallback_note
+    assert eps == rel.strong_epsilon(1e-16, 0.9082, 84576, math.log(6.939e-139))[0]
+    monkeypatch.setattr(rel, "strong_epsilon", lambda *args: (math.nan, math.nan))
+    with pytest.raises(ValueError, match="test"):      # the first fallback's own error
+        api.Accountant("pld", 1e-3).epsilon(1e-16, 0.9082, 84576, math.log(1e-100))
+    monkeypatch.setattr(rel, "rdp_epsilon", lambda *args: (math.nan, math.nan))
+    with pytest.raises(NumericalError, match="no fallback"):
+        api.Accountant("pld", 1e-3).epsilon(1e-16, 0.9082, 84576, math.log(1e-100))
+
+
+def test_a_curve_below_the_pld_rates_ends_on_the_fallback_answer():
+    """--curve at q 1e-16: the curve follows the same policy as the answer (the PLD's own
+    curve there ignored its rate limit and ended 1000 times below the answer: review)."""
+    import importlib
+
+    dpsgd = importlib.import_module("dpcalc.api.dpsgd").dpsgd
+    r = dpsgd(q=1e-16, sigma=0.9082, steps=84576, delta=6.939e-139, curve=True,
+              compare=False)
+    assert r.method == "strong"
+    assert r.extra["curve"][-1]["epsilon"] == r.value

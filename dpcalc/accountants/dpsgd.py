@@ -140,16 +140,22 @@ def _strong_epsilon(q, sigma, steps, log_delta, tolerance):
 
 
 def _strong_log_delta(q, sigma, steps, epsilon, tolerance):
-    """The smallest δ whose optimised ε meets the target (the one solver)."""
-    from dpcalc.params import DELTA
+    """The smallest δ whose optimised ε meets the target, as log δ: the largest u = −log δ
+    that passes (searched on u, so that δ far below the double range stays a number: on δ
+    itself the search towards 0 underflowed to log(0) at q 2e-57, σ 0.4, ε 1.4, review),
+    up to _STRONG_U_MAX (δ ≤ e^-u there is an upper bound like any passing u)."""
     from dpcalc.relations import dpsgd as rel
-    from dpcalc.solve import solve_unknown
+    from dpcalc.solve import largest_passing
 
     if rel.strong_epsilon(q, sigma, steps, math.log(0.5))[0] > epsilon:
         return 0.0, None
-    d = solve_unknown(DELTA, lambda x: rel.strong_epsilon(q, sigma, steps, math.log(x))[0]
-                      <= epsilon, high=0.5, low_open=True, rtol=1e-9)
-    return math.log(d), None
+    u = largest_passing(lambda x: rel.strong_epsilon(q, sigma, steps, -x)[0] <= epsilon,
+                        low=math.log(2.0), high=_STRONG_U_MAX, high_open=False,
+                        name="-log δ", rtol=1e-12)
+    return -u, None
+
+
+_STRONG_U_MAX = 1e5   # the smallest δ a strong-composition δ solve asks about: e^-100000
 
 
 PLD = DpsgdAccountant("pld", _pld_epsilon, _pld_log_delta, _pld_epsilon_upper,
@@ -176,9 +182,10 @@ class FallbackNote(str):
 _FALLBACK_LABEL = {"rdp": "the RDP accountant's", "strong": "strong composition's"}
 
 
-def fallback_note(name: str, exc: Exception, question: str, used: str) -> FallbackNote:
+def fallback_note(name: str, exc: Exception, question: str, used: str,
+                  silent: tuple[str, ...] = ()) -> FallbackNote:
     """The note that says an answer is the fallback ``used``'s (``question``: epsilon or
-    log_delta)."""
+    log_delta); ``silent``: the other fallbacks, which gave no bound here."""
     from dpcalc.methods import FALLBACK
 
     assert name == "pld" and used in FALLBACK[name]  # the only fallback, worded for it
@@ -187,32 +194,42 @@ def fallback_note(name: str, exc: Exception, question: str, used: str) -> Fallba
         from dpcalc.relations import dpsgd as rel
 
         answer += f" (orders up to {int(max(rel._orders()))})"
-    note = FallbackNote(f"the PLD grid cannot certify this δ ({exc}); the answer is {answer}, "
-                        "the tighter of the RDP and strong-composition bounds here")
+    if silent:
+        why = " and ".join(_FALLBACK_NAME[n] for n in silent) + " gave no bound here"
+    else:
+        why = "the tighter of the RDP and strong-composition bounds here"
+    note = FallbackNote(f"the PLD grid cannot certify an answer here ({exc}); the answer is "
+                        f"{answer}, {why}")
     note.method = used
     return note
 
 
-def fallback(name: str, question: str, q, sigma, steps, x, tolerance) -> tuple[float, str]:
-    """(value, accountant) of the tightest fallback of ``name`` (dpcalc.methods.FALLBACK)
-    for ``question`` ("epsilon" or "log_delta"): the smallest of their upper bounds (the
-    first listed on a tie).  One that raises is passed over; if all do, the first one's
-    error is raised."""
-    from dpcalc.errors import DpcalcError
+_FALLBACK_NAME = {"rdp": "the RDP accountant", "strong": "strong composition"}
+
+
+def fallback(name: str, question: str, q, sigma, steps, x, tolerance):
+    """(value, accountant, the accountants that gave no bound) of the tightest fallback of
+    ``name`` (dpcalc.methods.FALLBACK) for ``question`` ("epsilon" or "log_delta"): the
+    smallest of their upper bounds (the first listed on a tie).  One that raises or gives
+    NaN is passed over (and named); if all do, the first one's error is raised."""
+    from dpcalc.errors import DpcalcError, NumericalError
     from dpcalc.methods import DPSGD, FALLBACK
 
-    best, first_error = None, None
+    best, first_error, silent = None, None, []
     for other in FALLBACK[name]:
         try:
             value = getattr(DPSGD[other].load(), question)(q, sigma, steps, x, tolerance)[0]
         except (DpcalcError, ArithmeticError, ValueError) as exc:
             first_error = first_error or exc    # (raised below when no fallback answers)
+            silent.append(other)
             continue
-        if value == value and (best is None or value < best[0]):
+        if value != value:
+            silent.append(other)
+        elif best is None or value < best[0]:
             best = (value, other)
     if best is None:
-        raise first_error
-    return best
+        raise first_error or NumericalError(f"no fallback of {name} gives a bound here")
+    return best[0], best[1], tuple(silent)
 
 
 def evaluate(name: str, question: str, q, sigma, steps, x, tolerance):
@@ -234,8 +251,8 @@ def evaluate(name: str, question: str, q, sigma, steps, x, tolerance):
     try:
         return (*method(q, sigma, steps, x, tolerance), "")
     except uncertifiable() as exc:
-        value, used = fallback(name, question, q, sigma, steps, x, tolerance)
-        return value, None, fallback_note(name, exc, question, used)
+        value, used, silent = fallback(name, question, q, sigma, steps, x, tolerance)
+        return value, None, fallback_note(name, exc, question, used, silent)
 
 
 def evaluate_upper(name: str, q, sigma, steps, log_delta, tolerance,

@@ -86,10 +86,11 @@ def curve_points(acc, values: dict) -> list[dict]:
     points = [e for e in epochs if steps_for(e, q) < final_steps] + [run_epochs]
     steps_list = [steps_for(e, q) for e in points[:-1]] + [final_steps]
     if acc.name == "pld":
-        from dpcalc.accountants.dpsgd import pld_call
+        from dpcalc.accountants.dpsgd import _check_rate, pld_call
         from dpcalc.relations import pld
 
         try:
+            _check_rate(q)   # the PLD's own rates, as for the answer (else its fallback)
             # certified upper bounds from the PLD's first pass (the answer itself keeps its
             # refined bracket): a curve is read for its shape, at a third of the cost
             rows = pld_call(pld.epsilon_curve, q, acc._evaluated_sigma(sigma), steps_list,
