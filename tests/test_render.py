@@ -154,3 +154,14 @@ def test_a_fallback_answer_lists_its_method_once():
     lines = show(fallback, 80).splitlines()
     assert sum(line.split()[:1] == ["rdp"] for line in lines) == 1
     assert sum(line.split()[:1] == ["moments"] for line in lines) == 1
+    # a solve on the PLD's path stops at its own resolution: the fallback's own row can
+    # differ below the digits shown, and is still the answer's row
+    close = dataclasses.replace(fallback, value=0.536121, comparison=(
+        Comparison("rdp", 0.536123, "Mironov, Talwar & Zhang 2019"),
+        Comparison("moments", 9.3581, "Abadi et al. 2016")))
+    lines = show(close, 80).splitlines()
+    assert sum(line.split()[:1] == ["rdp"] for line in lines) == 1
+    # a different value in the digits shown is a row of its own
+    apart = dataclasses.replace(fallback, value=0.53612, comparison=(
+        Comparison("rdp", 0.5371, "Mironov, Talwar & Zhang 2019"),))
+    assert sum(line.split()[:1] == ["rdp"] for line in show(apart, 80).splitlines()) == 2
