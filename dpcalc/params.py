@@ -185,3 +185,6 @@ MAX_EPSILON = Param("max_epsilon", 0.0, INF, False, True, "larger", symbol="ε g
 MAX_DELTA = Param("max_delta", 0.0, 1.0, False, False, "larger", tiny_ok=True, symbol="δ gate")
 # whole epochs, when a run's epochs are solved as an integer (more epochs: less private)
 WHOLE_EPOCHS = Param("epochs", 0, INF, True, True, "smaller", integer=True, symbol="epochs")
+# u = −log δ, where a δ is solved for far below the double range (a larger u, a smaller δ:
+# less easily met; the strong-composition accountant's δ solve)
+NEG_LOG_DELTA = Param("neg_log_delta", 0.0, INF, True, True, "smaller", symbol="−log δ")

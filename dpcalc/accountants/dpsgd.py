@@ -144,14 +144,14 @@ def _strong_log_delta(q, sigma, steps, epsilon, tolerance):
     that passes (searched on u, so that δ far below the double range stays a number: on δ
     itself the search towards 0 underflowed to log(0) at q 2e-57, σ 0.4, ε 1.4, review),
     up to _STRONG_U_MAX (δ ≤ e^-u there is an upper bound like any passing u)."""
+    from dpcalc.params import NEG_LOG_DELTA
     from dpcalc.relations import dpsgd as rel
-    from dpcalc.solve import largest_passing
+    from dpcalc.solve import solve_unknown
 
     if rel.strong_epsilon(q, sigma, steps, math.log(0.5))[0] > epsilon:
         return 0.0, None
-    u = largest_passing(lambda x: rel.strong_epsilon(q, sigma, steps, -x)[0] <= epsilon,
-                        low=math.log(2.0), high=_STRONG_U_MAX, high_open=False,
-                        name="-log δ", rtol=1e-12)
+    u = solve_unknown(NEG_LOG_DELTA, lambda x: rel.strong_epsilon(q, sigma, steps, -x)[0]
+                      <= epsilon, low=math.log(2.0), high=_STRONG_U_MAX, rtol=1e-12)
     return -u, None
 
 
