@@ -378,3 +378,26 @@ def test_q_one_sigma_as_printed_passes_the_gate(capsys, tpr, fpr, steps):
     gate = run(capsys, "dpsgd", "--q", "1", "--steps", str(steps), "--sigma", out.out.strip(),
                "--delta", "1e-5", "--fpr", str(fpr), "--max-tpr", str(tpr), "--value")
     assert gate.code == 0, gate.err
+
+
+def test_a_trivial_profile_is_capped_by_the_answers_own_point():
+    """Below the PLD's rates the answer is strong composition's (ε ≤ 0.36037 at δ 6.9e-139)
+    while the run's PLD profile certifies nothing (TPR ≤ 100 %): the reported bounds are the
+    point's [KOV15, Thm 2.1], which a (ε, δ)-DP guarantee of the same run gives; with a
+    tight profile (q 0.01) the profile's stay."""
+    import dpcalc
+    from dpcalc.relations import risk as rrel
+
+    r = dpcalc.dpsgd(q=1e-16, sigma=0.9082, steps=84576, delta=6.939e-139, fpr=0.05,
+                     compare=False)
+    assert r.method == "strong"
+    block = r.extra["risk"]
+    row = block["tpr"][0]
+    eps, delta = r.value, r.parameters["delta"]
+    assert row["upper"] == row["single_point"] == rrel.point_tpr(eps, delta, 0.05)[1] < 0.08
+    assert row["lower"] <= row["upper"]
+    assert block["advantage"]["upper"] == rrel.point_advantage(eps, delta)[1]
+    r = dpcalc.dpsgd(q=0.01, sigma=4, epochs=100, delta=1e-5, fpr=0.05, compare=False)
+    row = r.extra["risk"]["tpr"][0]
+    assert row["upper"] < row["single_point"]
+    assert row["upper"] - row["lower"] < 1e-3

@@ -115,7 +115,8 @@ def block(items, tolerance: float, fprs, point: tuple | None,
         lo, hi = rel.profile_advantage(list(grid[:1]), dlo[:1], dup[:1])
         adv_lo, adv_hi = max(adv_lo, lo), min(adv_hi, hi)  # each bracket is certified
     out = _risk._block("pld", fprs, found.__getitem__, (adv_lo, adv_hi), point)
-    out["gdp_mu_estimate"] = gdp_estimate(0.5 * (adv_lo + adv_hi))
+    adv = out["advantage"]      # (capped by the point's, where that is the tighter)
+    out["gdp_mu_estimate"] = gdp_estimate(0.5 * (adv["lower"] + adv["upper"]))
     return out
 
 
