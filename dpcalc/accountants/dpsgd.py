@@ -179,7 +179,7 @@ class FallbackNote(str):
     method: str = ""
 
 
-_FALLBACK_LABEL = {"rdp": "the RDP accountant's", "strong": "strong composition's"}
+_FALLBACK_NAME = {"rdp": "the RDP accountant", "strong": "strong composition"}
 
 
 def fallback_note(name: str, exc: Exception, question: str, used: str,
@@ -189,7 +189,7 @@ def fallback_note(name: str, exc: Exception, question: str, used: str,
     from dpcalc.methods import FALLBACK
 
     assert name == "pld" and used in FALLBACK[name]  # the only fallback, worded for it
-    answer = _FALLBACK_LABEL[used]
+    answer = _FALLBACK_NAME[used] + "'s"
     if used == "rdp" and question == "epsilon":
         from dpcalc.relations import dpsgd as rel
 
@@ -202,9 +202,6 @@ def fallback_note(name: str, exc: Exception, question: str, used: str,
                         f"{answer}, {why}")
     note.method = used
     return note
-
-
-_FALLBACK_NAME = {"rdp": "the RDP accountant", "strong": "strong composition"}
 
 
 def fallback(name: str, question: str, q, sigma, steps, x, tolerance):

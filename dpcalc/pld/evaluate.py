@@ -152,8 +152,9 @@ class _Final:
         """log Σ_{i≥j} m_i and log Σ_{i≥j} m_i e^{−ℓ_i} at every j, for the surrogate (not
         certified).  Where every value the root search reads lies within _SCALED_RANGE
         e-folds of its sum's largest term (δ(ε) ≥ e^floor, ε at most the grid's top), as
-        scaled sums (exp, cumsum, log: a quarter of logaddexp.accumulate's time; the terms
-        lost below e^-745 of the largest change nothing there); else in the log domain."""
+        scaled sums (exp, cumsum, log: half to three quarters of logaddexp.accumulate's
+        time; the terms lost below e^-745 of the largest change nothing there); else in the
+        log domain."""
         if self._sa is None or floor < self._floor:   # (scaled sums for a higher floor)
             ell, lm = self.ell_nz, self.lm_nz
             self._floor = -math.inf
