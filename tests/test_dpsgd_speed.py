@@ -311,6 +311,38 @@ def test_asking_the_full_evaluation_first_never_changes_a_verdict():
             fresh.holds(MNIST_Q, s, 14063, 3.0, LOG_1E5)
 
 
+def test_after_a_final_first_pass_the_cheap_bound_decides_a_likely_fail(monkeypatch):
+    """Once the full evaluation at the passing point found the first pass final (full bound =
+    cheap bound), the neighbour that certifies the root is decided by its cheap bound: no
+    full evaluation there, and the verdict the full bound gives."""
+    sigma = 0.9684905517739532
+    acc = api.Accountant("pld", 1e-3)
+    assert acc.full_bound(MNIST_Q, sigma, 14063, LOG_1E5) <= 3.0
+    assert acc._first_pass_final
+    below = sigma * (1 - 1.4e-5)
+    assert acc._likely_fails((MNIST_Q, below, 14063, LOG_1E5), 3.0)
+    with monkeypatch.context() as m:
+        m.setattr(api.Accountant, "_epsilon", lambda *a: pytest.fail("a full evaluation"))
+        assert acc.holds(MNIST_Q, below, 14063, 3.0, LOG_1E5) is False
+    assert api.Accountant("pld", 1e-3).epsilon(MNIST_Q, below, 14063, LOG_1E5)[0] > 3.0
+    # without a final first pass seen, the full evaluation decides (as before)
+    other = api.Accountant("pld", 1e-3)
+    assert other.holds(MNIST_Q, sigma, 14063, 3.0, LOG_1E5)
+    assert not other._first_pass_final
+    assert other.holds(MNIST_Q, below, 14063, 3.0, LOG_1E5) is False
+    assert (MNIST_Q, below, 14063, LOG_1E5) in other._seen
+
+
+def test_mnist_sigma_solve_makes_one_full_evaluation(monkeypatch):
+    counts = _count_evaluations(monkeypatch)
+    r = api.dpsgd(batch_size=256, dataset_size=60000, epochs=60, epsilon=3, delta=1e-5,
+                  compare=False)
+    assert counts["pld"] == 1, counts      # 2 before: the certifying neighbour's too
+    steps, ld = r.parameters["steps"], math.log(1e-5)
+    assert pld.epsilon_bounds(MNIST_Q, r.value, steps, ld)[1] <= 3
+    assert pld.epsilon_bounds(MNIST_Q, r.value * (1 - 2e-5), steps, ld)[1] > 3
+
+
 def test_epochs_solve_far_in_the_tail_is_seeded_by_the_clt_where_rdp_meets_nothing(
         monkeypatch):
     """At δ = 2.6e-260 RDP meets ε = 0.019 at no step count; the CLT's estimate seeds the

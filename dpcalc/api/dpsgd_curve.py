@@ -108,3 +108,18 @@ def curve_points(acc, values: dict) -> list[dict]:
                     for e, s in zip(points, steps_list, strict=True)]
     return [{"epochs": e, "steps": s, "epsilon": acc.epsilon(q, sigma, s, log_d)[0]}
             for e, s in zip(points, steps_list, strict=True)]
+
+
+def answer_curve(acc, values: dict, epsilon_asked: bool, others: tuple[str, ...],
+                 tolerance: float) -> list[dict]:
+    """The answer's curve (``curve_points``), with the other accountants' (``others``)."""
+    points = curve_points(acc, values)
+    if epsilon_asked:
+        # the point at the run's own length: both are certified upper bounds, so the
+        # smaller one is too, and the curve then ends on the reported value
+        for point in points:
+            if point["steps"] == values["steps"]:
+                point["epsilon"] = min(point["epsilon"], values["epsilon"])
+    if others:
+        add_comparison_curves(points, others, values, tolerance)
+    return points
