@@ -203,3 +203,51 @@ def test_a_root_met_on_a_cheap_bound_is_not_rechecked_where_the_first_pass_is_fi
     assert acc._first_pass_final
     assert found == pytest.approx(1.21853, rel=2e-5)
     assert len(full) == 1
+
+
+def _tolerances(monkeypatch) -> list:
+    """The tolerance of every PLD first-pass (cheap or coarse) evaluation from now on."""
+    seen = []
+    real = accountants.evaluate_upper
+
+    def upper(name, q, sigma, steps, log_delta, tolerance, *args, **kwargs):
+        if name == "pld":
+            seen.append(tolerance)
+        return real(name, q, sigma, steps, log_delta, tolerance, *args, **kwargs)
+
+    monkeypatch.setattr(accountants, "evaluate_upper", upper)
+    return seen
+
+
+def test_far_tail_q_seed_is_brought_near_the_root_on_the_coarse_bound(monkeypatch):
+    """Random case 24 (root 1.97e-10, the CLT seed 3e-4): the coarse secant (16 tolerances)
+    ends within _COARSE_NEAR of the target in log ε, and the cheap secant then needs few
+    probes (11 before); the answer passes its own certified bound and is near-maximal."""
+    from dpcalc.api.dpsgd import dpsgd
+    from dpcalc.relations import pld
+
+    sigma, steps, eps, delta = 1.379, 119614, 2.959, 6.628e-257
+    log_d = math.log(delta)
+    tols = _tolerances(monkeypatch)
+    seed, slope = guess._coarse_q_seed(Accountant("pld", 1e-3), sigma, steps, eps, log_d,
+                                       3.0175e-4, 0.0)
+    assert all(t == 1.6e-2 for t in tols) and len(tols) <= 8
+    assert slope is not None and 1e-10 < seed < 4e-10
+    coarse = accountants.evaluate_upper("pld", seed, sigma, steps, log_d, 1.6e-2)
+    assert abs(math.log(coarse / eps)) < 0.2
+    tols.clear()
+    q = dpsgd(sigma=sigma, steps=steps, epsilon=eps, delta=delta, compare=False).value
+    assert sum(t == 1e-3 for t in tols) <= 6, tols
+    assert accountants.evaluate_upper("pld", q, sigma, steps, log_d, 1e-3) <= eps \
+        or pld.epsilon_bounds(q, sigma, steps, log_d)[1] <= eps
+    assert pld.epsilon_bounds(q * (1 + 1e-4), sigma, steps, log_d)[1] > eps
+
+
+def test_no_coarse_bound_outside_the_far_tail_or_for_another_accountant(monkeypatch):
+    from dpcalc.api.dpsgd import dpsgd
+
+    tols = _tolerances(monkeypatch)
+    dpsgd(sigma=0.9268, steps=30706, epsilon=4.336, delta=5.197e-9, compare=False)
+    assert tols and set(tols) == {1e-3}
+    acc = Accountant("rdp", 1e-3)
+    assert guess._coarse_q_seed(acc, 1.379, 119614, 2.959, -600.0, 3e-4, 0.0) == (3e-4, None)

@@ -1,5 +1,6 @@
 """Starting points for dpsgd's solves: secant iterations on the bound the accountant's predicate
-decides on, seeded by the Gaussian-DP CLT [DRS19] or the RDP accountant's answer [MTZ19].
+decides on, seeded by the Gaussian-DP CLT [DRS19] or the RDP accountant's answer [MTZ19]
+(far in the tail, a q solve's seed is first moved by a secant on a coarser bound).
 
 Any guess is safe: the solver (dpcalc.solve) checks it with the accountant's certified
 predicate and returns the passing side; a good guess only saves evaluations.
@@ -101,6 +102,10 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         seed = _rdp_q_seed(acc, sigma, values["steps"], epsilon, log_delta, seed)
     if seed is None or not low < seed < 1.0:
         return None, 1e-4, rtol
+    coarse_slope = None
+    if by_slope and "steps" in values and log_delta < _COARSE_LOG_DELTA:
+        seed, coarse_slope = _coarse_q_seed(acc, sigma, values["steps"], epsilon, log_delta,
+                                            seed, low)
     seen = {"ok": -math.inf, "fail": math.inf}   # log q of the best probes on either side
     probes = {}   # log q -> (point, bound_for's bound) of the secant's probes (_chord_step)
 
@@ -139,6 +144,7 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         f0 = f(x0)
         x1 = x0 - 0.01 if f0 > 0 else min(x0 + 0.01, 0.0)
         slope = _clt_q_slope(epsilon, log_delta) if "steps" in values else None
+        slope = coarse_slope or slope     # (the coarse secant's own, where it ran)
         if slope is not None:  # a Newton step on the CLT's slope: one probe fewer
             x1 = min(x0 - max(-8.0, min(8.0, f0 / slope)), 0.0)
         for _ in range(12):
@@ -324,6 +330,62 @@ def _rdp_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float, log_d
 
 _RDP_Q_NEAR = 1.1    # a q seed above this multiple of RDP's answer is lowered to it
 _RDP_Q_FAR = 1e5     # unless RDP's answer lies further below it than this (see _rdp_q_seed)
+
+
+_COARSE_LOG_DELTA = -50.0  # below: a q solve's seed is first moved by a coarse secant
+_COARSE_TOLERANCE = 16.0  # its bound: the PLD's first pass at this many tolerances
+_COARSE_FAR = 0.25        # only from a seed further than this from the target in log ε
+_COARSE_NEAR = 0.1        # until a probe lies within this of it
+
+
+def _coarse_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float,
+                   log_delta: float, seed: float, low: float) -> tuple[float, float | None]:
+    """Far in the tail a q solve's seed can lie orders of magnitude from the root (RDP's
+    conversion fails at δ < 1e-200, and the CLT is far off there), and each probe of the
+    PLD's cheap bound costs 0.25-0.5 s: a secant on a coarser certified bound (the first
+    pass at _COARSE_TOLERANCE tolerances, 3-5 times cheaper, within a few per cent) brings
+    the seed near the root first: (seed, d log ε / d log q of its last chord, or None).
+    Random case 24 of benchmarks/bench_dpsgd_random.py (root 2e-10, seed 3e-4): 5 of its 11
+    cheap probes were that far.  Aims only: ``holds`` never reads the coarse bound."""
+    if acc.name != "pld":
+        return seed, None
+    from dpcalc.accountants.dpsgd import evaluate_upper
+
+    tol = min(acc.tolerance * _COARSE_TOLERANCE, 0.05)
+
+    def g(x: float) -> float:
+        bound = evaluate_upper(acc.name, math.exp(x), sigma, steps, log_delta, tol)
+        if bound is None or not 0.0 < bound < math.inf:
+            raise ValueError("no coarse bound")
+        return math.log(bound) - math.log(epsilon)
+
+    lo_x, slope = math.log(low) if low > 0 else -math.inf, None
+    x0 = math.log(seed)
+    try:
+        g0 = g(x0)
+    except (ArithmeticError, ValueError):
+        return seed, None
+    if abs(g0) <= _COARSE_FAR:
+        return seed, None      # near enough: the cheap secant's first steps are as good
+    try:
+        s0 = _clt_q_slope(epsilon, log_delta) or 0.5
+        x1 = x0 - max(-8.0, min(8.0, g0 / s0))
+        for _ in range(10):
+            x1 = min(max(x1, lo_x + 1e-9), 0.0)
+            g1 = g(x1)
+            if g1 == g0 or x1 == x0:
+                break
+            s = (g1 - g0) / (x1 - x0)
+            if not s > 0.0:
+                break                      # no usable chord: the cheap secant takes over
+            slope = s
+            x0, g0 = x1, g1
+            x1 = x1 - max(-8.0, min(8.0, g1 / s))
+            if abs(g1) <= _COARSE_NEAR:
+                break                      # x1: the coarse root, near the cheap one
+        return math.exp(min(max(x1, lo_x + 1e-9), 0.0)), slope
+    except (ArithmeticError, ValueError):
+        return math.exp(x0) if math.isfinite(x0) else seed, slope
 
 
 def _rdp_sigma_seed(acc: Accountant, q: float, steps: int, epsilon: float, log_delta: float,
