@@ -333,6 +333,21 @@ def test_after_a_final_first_pass_the_cheap_bound_decides_a_likely_fail(monkeypa
     assert (MNIST_Q, below, 14063, LOG_1E5) in other._seen
 
 
+def test_a_full_evaluation_in_holds_that_refines_the_cheap_bound_clears_the_flag():
+    """helper-47: full_bound found the first pass final at one rate, then holds' own full
+    evaluation at another refined the cheap bound (57.20 -> 57.18); the flag had stayed set,
+    and the next rate's cheap bound (57.204) failed it where its full bound (57.1795) passes:
+    the answer 1.8e-4 below the parent's."""
+    acc = api.Accountant("pld", 1e-3)
+    s, steps, eps, ld = 0.5332474109095501, 22403, 57.18, math.log(4.183131936797904e-91)
+    acc.full_bound(2.8075e-4, s, steps, ld)
+    assert acc._first_pass_final
+    assert acc.holds(2.84579e-4, s, steps, eps, ld)
+    assert not acc._first_pass_final
+    assert acc.holds(2.8463e-4, s, steps, eps, ld)     # decided by its full bound
+    assert acc.epsilon(2.8463e-4, s, steps, ld)[0] <= eps
+
+
 def test_mnist_sigma_solve_makes_one_full_evaluation(monkeypatch):
     counts = _count_evaluations(monkeypatch)
     r = api.dpsgd(batch_size=256, dataset_size=60000, epochs=60, epsilon=3, delta=1e-5,

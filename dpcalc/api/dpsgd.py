@@ -102,8 +102,8 @@ class Accountant:
         self._seen: dict[tuple, tuple[float, tuple[float, float] | None]] = {}
         self._notes: dict[tuple, str] = {}  # the fallback note of each ε point, if any
         self._upper: dict[tuple, float | None] = {}  # the cheap upper bound of ε points
-        # set once a full evaluation near a solve's root gave the cheap bound unchanged (the
-        # first pass met the tolerance): the secant then aims with the cheap bound alone
+        # whether the last full evaluation (full_bound, holds) gave the cheap bound unchanged
+        # (the first pass met the tolerance): the secant then aims with the cheap bound alone
         self._first_pass_final = False
         # log(full / cheap) at the last point where bound_for computed both (see aimed)
         self._refined: float | None = None
@@ -321,7 +321,9 @@ class Accountant:
                         return False
             if quick is not None and quick <= epsilon:
                 return True
-        return self.epsilon(q, sigma, steps, log_delta)[0] <= epsilon
+        value = self.epsilon(q, sigma, steps, log_delta)[0]
+        self._first_pass_final = self.name == "pld" and value == self._upper.get(key)
+        return value <= epsilon
 
 
 def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object = None,
