@@ -229,8 +229,9 @@ def test_far_tail_q_seed_is_brought_near_the_root_on_the_coarse_bound(monkeypatc
     sigma, steps, eps, delta = 1.379, 119614, 2.959, 6.628e-257
     log_d = math.log(delta)
     tols = _tolerances(monkeypatch)
-    seed, slope = guess._coarse_q_seed(Accountant("pld", 1e-3), sigma, steps, eps, log_d,
-                                       3.0175e-4, 0.0)
+    seed, slope = guess._coarse_seed(
+        Accountant("pld", 1e-3), lambda x: (math.exp(x), sigma, steps, log_d), eps, 3.0175e-4,
+        -745.0, 0.0, None, 1.0)
     assert all(t == 1.6e-2 for t in tols) and len(tols) <= 8
     assert slope is not None and 1e-10 < seed < 4e-10
     coarse = accountants.evaluate_upper("pld", seed, sigma, steps, log_d, 1.6e-2)
@@ -250,4 +251,5 @@ def test_no_coarse_bound_outside_the_far_tail_or_for_another_accountant(monkeypa
     dpsgd(sigma=0.9268, steps=30706, epsilon=4.336, delta=5.197e-9, compare=False)
     assert tols and set(tols) == {1e-3}
     acc = Accountant("rdp", 1e-3)
-    assert guess._coarse_q_seed(acc, 1.379, 119614, 2.959, -600.0, 3e-4, 0.0) == (3e-4, None)
+    point = lambda x: (math.exp(x), 1.379, 119614, -600.0)  # noqa: E731
+    assert guess._coarse_seed(acc, point, 2.959, 3e-4, -745.0, 0.0, None, 1.0) == (3e-4, None)

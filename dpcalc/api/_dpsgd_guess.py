@@ -104,8 +104,11 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
         return None, 1e-4, rtol
     coarse_slope = None
     if by_slope and "steps" in values and log_delta < _COARSE_LOG_DELTA:
-        seed, coarse_slope = _coarse_q_seed(acc, sigma, values["steps"], epsilon, log_delta,
-                                            seed, low)
+        steps = values["steps"]
+        seed, coarse_slope = _coarse_seed(
+            acc, lambda x: (math.exp(x), sigma, steps, log_delta), epsilon, seed,
+            math.log(low) + 1e-9 if low > 0 else -745.0, 0.0, _clt_q_slope(epsilon, log_delta),
+            1.0)
     seen = {"ok": -math.inf, "fail": math.inf}   # log q of the best probes on either side
     probes = {}   # log q -> (point, bound_for's bound) of the secant's probes (_chord_step)
 
@@ -338,15 +341,19 @@ _COARSE_FAR = 0.25        # only from a seed further than this from the target i
 _COARSE_NEAR = 0.1        # until a probe lies within this of it
 
 
-def _coarse_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float,
-                   log_delta: float, seed: float, low: float) -> tuple[float, float | None]:
-    """Far in the tail a q solve's seed can lie orders of magnitude from the root (RDP's
+def _coarse_seed(acc: Accountant, point, epsilon: float, seed: float, lo: float, hi: float,
+                 slope0: float | None, sign: float) -> tuple[float, float | None]:
+    """Far in the tail a solve's seed can lie orders of magnitude from the root (RDP's
     conversion fails at δ < 1e-200, and the CLT is far off there), and each probe of the
-    PLD's cheap bound costs 0.25-0.5 s: a secant on a coarser certified bound (the first
+    PLD's cheap bound costs 0.25-0.8 s: a secant on a coarser certified bound (the first
     pass at _COARSE_TOLERANCE tolerances, 3-5 times cheaper, within a few per cent) brings
-    the seed near the root first: (seed, d log ε / d log q of its last chord, or None).
-    Random case 24 of benchmarks/bench_dpsgd_random.py (root 2e-10, seed 3e-4): 5 of its 11
-    cheap probes were that far.  Aims only: ``holds`` never reads the coarse bound."""
+    the seed near the root first.  ``point(x)``: (q, σ, steps, log δ) at x = log of the
+    unknown (in [lo, hi]); ``sign``: that of d log ε / dx (q: +1, σ: −1); ``slope0``: a first
+    guess of that slope.  Returns (seed, the slope of its last chord, or None).  Random case
+    24 of benchmarks/bench_dpsgd_random.py (q: root 2e-10, seed 3e-4) had 5 of its 11 cheap
+    probes that far.  Aims only: ``holds`` never reads the coarse bound.  (Used for q: the
+    seeds of σ solves lie nearer, and the coarse bound's offset, up to 8 % of ε, cost as
+    many cheap probes as it saved on random case 34.)"""
     if acc.name != "pld":
         return seed, None
     from dpcalc.accountants.dpsgd import evaluate_upper
@@ -354,13 +361,15 @@ def _coarse_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float,
     tol = min(acc.tolerance * _COARSE_TOLERANCE, 0.05)
 
     def g(x: float) -> float:
-        bound = evaluate_upper(acc.name, math.exp(x), sigma, steps, log_delta, tol)
+        bound = evaluate_upper(acc.name, *point(x), tol)
         if bound is None or not 0.0 < bound < math.inf:
             raise ValueError("no coarse bound")
         return math.log(bound) - math.log(epsilon)
 
-    lo_x, slope = math.log(low) if low > 0 else -math.inf, None
-    x0 = math.log(seed)
+    def inside(x: float) -> float:
+        return min(max(x, lo), hi)
+
+    slope, x0 = None, math.log(seed)
     try:
         g0 = g(x0)
     except (ArithmeticError, ValueError):
@@ -368,24 +377,22 @@ def _coarse_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float,
     if abs(g0) <= _COARSE_FAR:
         return seed, None      # near enough: the cheap secant's first steps are as good
     try:
-        s0 = _clt_q_slope(epsilon, log_delta) or 0.5
-        x1 = x0 - max(-8.0, min(8.0, g0 / s0))
+        x1 = inside(x0 - max(-8.0, min(8.0, g0 / (slope0 or 0.5 * sign))))
         for _ in range(10):
-            x1 = min(max(x1, lo_x + 1e-9), 0.0)
             g1 = g(x1)
             if g1 == g0 or x1 == x0:
                 break
             s = (g1 - g0) / (x1 - x0)
-            if not s > 0.0:
+            if not s * sign > 0.0:
                 break                      # no usable chord: the cheap secant takes over
             slope = s
             x0, g0 = x1, g1
-            x1 = x1 - max(-8.0, min(8.0, g1 / s))
+            x1 = inside(x1 - max(-8.0, min(8.0, g1 / s)))
             if abs(g1) <= _COARSE_NEAR:
                 break                      # x1: the coarse root, near the cheap one
-        return math.exp(min(max(x1, lo_x + 1e-9), 0.0)), slope
+        return math.exp(x1), slope
     except (ArithmeticError, ValueError):
-        return math.exp(x0) if math.isfinite(x0) else seed, slope
+        return math.exp(x0), slope
 
 
 def _rdp_sigma_seed(acc: Accountant, q: float, steps: int, epsilon: float, log_delta: float,
