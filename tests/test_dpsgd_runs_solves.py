@@ -1,0 +1,90 @@
+"""The solves of the other sampling schemes (dpcalc.api.dpsgd_runs, issue 13 item 1: "and
+the same with --sampling"): a secant on the cheap bound seeds the solver, few evaluations,
+and the printed answer reads back as a certified point."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import dpcalc
+import dpcalc.pld.accountant as pld_accountant
+from dpcalc.api._dpsgd_runs_guess import printed_answer, secant_guess
+from dpcalc.api.dpsgd_runs import NOISE
+from dpcalc.params import Q
+
+SCHEMES = [dict(examples_per_user=2), dict(relation="replace-one"),
+           dict(sampling="fixed-batch")]
+
+
+def _count(monkeypatch) -> dict[str, int]:
+    counts = {"epsilon_upper": 0, "epsilon_bounds": 0}
+    for name in counts:
+        real = getattr(pld_accountant, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            counts[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(pld_accountant, name, counted)
+    return counts
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=str)
+def test_sigma_steps_and_q_solves_take_few_evaluations(monkeypatch, scheme):
+    # the bisection from the whole domain took 20-30 evaluations each (3-5 s at K = 2)
+    target = dict(epsilon=2, delta=1e-5, compare=False, **scheme)
+    for kw in (dict(q=0.02, steps=100), dict(q=0.02, sigma=1.5, solve_for="steps"),
+               dict(sigma=1.5, steps=100)):
+        counts = _count(monkeypatch)
+        r = dpcalc.dpsgd(**kw, **target)
+        assert sum(counts.values()) <= 12, (kw, counts)
+        forward = dict(kw, **{r.solved_for: r.value}, delta=1e-5, compare=False, **scheme)
+        forward.pop("solve_for", None)
+        assert dpcalc.dpsgd(**forward).value <= 2
+
+
+@pytest.mark.parametrize("kw", [
+    dict(q=0.0045, steps=23, epsilon=1.795, examples_per_user=2),   # read back 1.4e-10 above
+    dict(q=0.0088, steps=871, epsilon=6.538, sampling="fixed-batch"),
+    dict(q=0.02, steps=100, epsilon=2, sampling="fixed-batch"),
+    dict(sigma=1.5, steps=100, epsilon=2, examples_per_user=2),
+], ids=str)
+def test_the_printed_answer_reads_back_as_a_certified_point(kw):
+    r = dpcalc.dpsgd(**kw, delta=1e-5, compare=False)
+    name = r.solved_for
+    printed = repr(r.value)                       # what --json shows
+    assert (NOISE if name == "sigma" else Q).parse(printed) == r.value
+    forward = {k: v for k, v in kw.items() if k != "epsilon"}
+    forward[name] = printed
+    assert dpcalc.dpsgd(**forward, delta=1e-5, compare=False).value <= kw["epsilon"]
+
+
+def test_printed_answer_moves_to_the_private_side_only():
+    # 1.5 reads back as itself; a value whose repr reads back one ulp off is moved up for σ
+    # (more noise), down for q (a smaller rate), and checked by holds
+    seen = []
+
+    def holds(x):
+        seen.append(x)
+        return True
+
+    assert printed_answer(1.5, NOISE, holds) == 1.5
+    assert seen == []
+    x = 0.7072635457995514                        # reads back one ulp below as a σ
+    assert NOISE.parse(repr(x)) != x
+    up = printed_answer(x, NOISE, holds)
+    assert up > x and NOISE.parse(repr(up)) == up and seen == [up]
+    down = printed_answer(x, Q, lambda r: True)
+    assert down <= x and Q.parse(repr(down)) == down
+    # nothing passes: the certified answer itself
+    assert printed_answer(x, NOISE, lambda s: False) == x
+
+
+def test_secant_guess_finds_the_root_of_a_smooth_bound():
+    # ε = 3/σ²: the root of ε = 1 at σ = √3, from σ = 1 with a rough slope
+    guess, accuracy = secant_guess(lambda x: 3.0 * math.exp(-2.0 * x), 0.0, 1.0, -5.0, 5.0,
+                                   -1.0)
+    assert guess == pytest.approx(math.sqrt(3.0), rel=1e-9) and accuracy <= 4e-5
+    assert secant_guess(lambda x: math.inf, 0.0, 1.0, -5.0, 5.0, -1.0) == (None, 0.5)
