@@ -253,3 +253,13 @@ def test_no_coarse_bound_outside_the_far_tail_or_for_another_accountant(monkeypa
     acc = Accountant("rdp", 1e-3)
     point = lambda x: (math.exp(x), 1.379, 119614, -600.0)  # noqa: E731
     assert guess._coarse_seed(acc, point, 2.959, 3e-4, -745.0, 0.0, None, 1.0) == (3e-4, None)
+
+
+def test_no_coarse_secant_where_the_tolerance_leaves_nothing_coarser(monkeypatch):
+    """helper-48: at --tolerance 0.5 the "coarse" pass (capped at 5 %) was finer than the
+    cheap one; from 0.05/16 up no coarse secant runs."""
+    tols = _tolerances(monkeypatch)
+    point = lambda x: (math.exp(x), 1.379, 119614, math.log(6.628e-257))  # noqa: E731
+    acc = Accountant("pld", 0.5)
+    assert guess._coarse_seed(acc, point, 2.959, 3e-4, -745.0, 0.0, None, 1.0) == (3e-4, None)
+    assert tols == []

@@ -337,6 +337,7 @@ _RDP_Q_FAR = 1e5     # unless RDP's answer lies further below it than this (see 
 
 _COARSE_LOG_DELTA = -50.0  # below: a q solve's seed is first moved by a coarse secant
 _COARSE_TOLERANCE = 16.0  # its bound: the PLD's first pass at this many tolerances
+_COARSE_TOLERANCE_MAX = 0.05  # and at most this (a larger --tolerance: no coarse secant)
 _COARSE_FAR = 0.25        # only from a seed further than this from the target in log ε
 _COARSE_NEAR = 0.1        # until a probe lies within this of it
 
@@ -354,11 +355,10 @@ def _coarse_seed(acc: Accountant, point, epsilon: float, seed: float, lo: float,
     probes that far.  Aims only: ``holds`` never reads the coarse bound.  (Used for q: the
     seeds of σ solves lie nearer, and the coarse bound's offset, up to 8 % of ε, cost as
     many cheap probes as it saved on random case 34.)"""
-    if acc.name != "pld":
-        return seed, None
+    tol = acc.tolerance * _COARSE_TOLERANCE
+    if acc.name != "pld" or tol > _COARSE_TOLERANCE_MAX:
+        return seed, None      # (a coarse pass no coarser than the cheap one: helper-48)
     from dpcalc.accountants.dpsgd import evaluate_upper
-
-    tol = min(acc.tolerance * _COARSE_TOLERANCE, 0.05)
 
     def g(x: float) -> float:
         bound = evaluate_upper(acc.name, *point(x), tol)
