@@ -88,3 +88,29 @@ def test_secant_guess_finds_the_root_of_a_smooth_bound():
                                    -1.0)
     assert guess == pytest.approx(math.sqrt(3.0), rel=1e-9) and accuracy <= 4e-5
     assert secant_guess(lambda x: math.inf, 0.0, 1.0, -5.0, 5.0, -1.0) == (None, 0.5)
+
+
+def test_secant_guess_moves_to_the_full_bounds_root():
+    """helper-49: the cheap bound 3 % above the full one put the steps guess 6 % short of the
+    predicate's threshold; with ``full`` the guess is moved to the full bound's root."""
+    def full(x):                 # ε = √(T/1000): the root of ε = 1 at T = 1000
+        return math.exp(0.5 * (x - math.log(1000.0)))
+
+    calls = []
+
+    def counted(x):
+        calls.append(x)
+        return full(x)
+
+    cheap = lambda x: 1.03 * full(x)  # noqa: E731
+    short, _ = secant_guess(cheap, math.log(200.0), 1.0, 0.0, 30.0, 0.5)
+    assert short == pytest.approx(1000.0 / 1.03 ** 2, rel=1e-6)
+    moved, accuracy = secant_guess(cheap, math.log(200.0), 1.0, 0.0, 30.0, 0.5, full=counted)
+    assert moved == pytest.approx(1000.0, rel=1e-6) and len(calls) == 1
+    assert accuracy >= 0.25 * math.log(1000.0 / short) * 0.99
+    # a full bound that cannot be had leaves the cheap secant's root
+    def broken(x):
+        raise ValueError("no bound")
+
+    assert secant_guess(cheap, math.log(200.0), 1.0, 0.0, 30.0, 0.5, full=broken)[0] == \
+        pytest.approx(short, rel=1e-12)

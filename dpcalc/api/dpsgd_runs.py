@@ -309,8 +309,8 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         steps = steps_of(values, q)
         from dpcalc.api._dpsgd_guess import _clt_slope
 
-        seed = rel.clt_sigma_guess(q, steps, eps, log_d) or 1.0
-        slope = _clt_slope(q, steps, eps, log_d) or -1.5
+        seed = _seed(rel.clt_sigma_guess, q, steps, eps, log_d) or 1.0
+        slope = _seed(_clt_slope, q, steps, eps, log_d) or -1.5
         guess, accuracy = secant_guess(lambda x: acc.upper(q, math.exp(x), steps, log_d),
                                        math.log(seed), eps, -6.9, 13.8, slope)
         found = solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
@@ -318,12 +318,13 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         return printed_answer(found, NOISE,
                               lambda s: acc.holds(q, s, steps, eps, log_d)), None
     if unknown in ("steps", "epochs"):
-        seed = rel.clt_steps_guess(q, sigma, eps, log_d)
+        seed = _seed(rel.clt_steps_guess, q, sigma, eps, log_d)
         guess = None
         if seed is not None and 1.0 <= seed < 1e10:
             found, _ = secant_guess(
                 lambda x: acc.upper(q, sigma, max(1, round(math.exp(x))), log_d),
-                math.log(seed), eps, 0.0, math.log(1e10), 0.5)
+                math.log(seed), eps, 0.0, math.log(1e10), 0.5,
+                full=lambda x: acc.epsilon(q, sigma, max(1, round(math.exp(x))), log_d)[0])
             guess = max(1, round(found)) if found is not None else None
         most = solve_unknown(STEPS, lambda n: acc.holds(q, sigma, n, eps, log_d),
                              int_rtol=COUNT_RTOL, guess=guess)
@@ -343,7 +344,7 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         return solve_unknown(BATCH, ok_b, name="batch size", high=size), None
     guess, accuracy = None, 0.5
     if "steps" in values:   # (with epochs the steps jump with q: the search from scratch)
-        seed = rel.clt_q_guess(sigma, eps, log_d, steps=values["steps"])
+        seed = _seed(rel.clt_q_guess, sigma, eps, log_d, values["steps"])
         if seed is not None and 0.0 < seed < 1.0:
             guess, accuracy = secant_guess(
                 lambda x: acc.upper(math.exp(x), sigma, values["steps"], log_d),
@@ -355,6 +356,15 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
 
     found = solve_unknown(Q, ok_q, rtol=2e-5, guess=guess, guess_rtol=accuracy)
     return printed_answer(found, Q, ok_q), None
+
+
+def _seed(estimate, *args):
+    """A CLT estimate for a secant's start, or None where it leaves the double range
+    (q 1e-170: q² underflowed to a ZeroDivisionError; helper-49)."""
+    try:
+        return estimate(*args)
+    except (ArithmeticError, ValueError):
+        return None
 
 
 def _epoch_points(epochs) -> list[int]:
