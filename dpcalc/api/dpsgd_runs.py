@@ -312,7 +312,7 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         seed = _seed(rel.clt_sigma_guess, q, steps, eps, log_d) or 1.0
         slope = _seed(_clt_slope, q, steps, eps, log_d) or -1.5
         guess, accuracy = secant_guess(lambda x: acc.upper(q, math.exp(x), steps, log_d),
-                                       math.log(seed), eps, -6.9, 13.8, slope)
+                                       math.log(seed), _aim(eps), -6.9, 13.8, slope)
         found = solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
                               rtol=2e-5, guess=guess, guess_rtol=accuracy)
         return printed_answer(found, NOISE,
@@ -348,7 +348,7 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         if seed is not None and 0.0 < seed < 1.0:
             guess, accuracy = secant_guess(
                 lambda x: acc.upper(math.exp(x), sigma, values["steps"], log_d),
-                math.log(seed), eps, -745.0, 0.0, 1.0)
+                math.log(seed), _aim(eps), -745.0, 0.0, 1.0)
     # 2e-5 on q, as the Poisson add/remove run's solve (the PLD bound is only 1e-3 tight; at
     # 1e-6 the bisection took three more full evaluations, 0.4 s at q 0.02, K = 2)
     def ok_q(r: float) -> bool:
@@ -356,6 +356,15 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
 
     found = solve_unknown(Q, ok_q, rtol=2e-5, guess=guess, guess_rtol=accuracy)
     return printed_answer(found, Q, ok_q), None
+
+
+def _aim(epsilon: float) -> float:
+    """The ε a σ or q secant aims at: 1e-8 (relative) inside the target, 10× the PLD bound's
+    jitter between neighbouring values (~1e-9: its grid follows σ and q). A root met exactly
+    left the printed answer's read-back neighbour failing on that jitter, and printed_answer
+    then paid two full evaluations to step past it (q at σ 1.5, 100 fixed-batch steps). The
+    answer moves by ~1e-8, far inside the solves' accuracy (2e-5)."""
+    return epsilon * (1.0 - 1e-8)
 
 
 def _seed(estimate, *args):

@@ -51,6 +51,7 @@ class MixturePair:
         self.err_b = _weight_err(self.log_b, log_b_err)
         if not self.sigma > 0:
             raise DomainError(f"sigma must be > 0, got {sigma!r}")
+        self._excess = _excess_terms(self)
 
     # ---- densities and loss ------------------------------------------------------------
 
@@ -63,16 +64,46 @@ class MixturePair:
 
     def loss(self, x) -> np.ndarray:
         """Privacy loss L(x) = log dP/dQ (x), increasing in x. References: KJH20."""
-        return self._log_dens(x, self.log_a, self.mp) - self._log_dens(x, self.log_b, self.mq)
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        ratio = None if self._excess is not None else self._ratio_loss(x)
+        return self._pick(x, ratio, False)[0]
 
     def loss_error(self, x) -> np.ndarray:
-        """Bound on |L_computed(x) − L(x)| from rounding (each exponent to a few ulps)."""
+        """Bound on |L_computed(x) − L(x)| from rounding (of ``loss``, point by point)."""
         x = np.atleast_1d(np.asarray(x, dtype=float))
+        return self._pick(x, self._ratio_loss(x), True)[1]
+
+    def _ratio_loss(self, x: np.ndarray) -> np.ndarray:
+        return self._log_dens(x, self.log_a, self.mp) - self._log_dens(x, self.log_b, self.mq)
+
+    def _pick(self, x: np.ndarray, ratio, with_error: bool):
+        """(L(x), error bound or None): the excess form where it is finite, else the ratio.
+
+        Ratio form: log Σ a e^{t} − log Σ b e^{t}, within 16u of the exponents' scale
+        (absolute).  Excess form (where P and Q share their bulk, the subsampled pairs at a
+        small rate): L = log1p(Σ_μ c_μ e^{t_μ} / Σ_μ b_μ e^{t_μ}), c_μ = a_μ − b_μ from
+        ``_excess_terms``; its error is relative to the excess, so near L = 0 it stays a
+        few ulps of q where the ratio form's 16u·scale left x(ℓ) uncertain by 1e-6 at
+        q = 1e-8 (and the bracket of a run 10-100× wide).  The excess value's error is the
+        smaller of its own bound and the ratio's bound plus their difference."""
         s2 = self.sigma * self.sigma
-        big = np.max(np.abs(np.concatenate([self.mp, self.mq]))) + 1.0
-        scale = (big * np.abs(x) + big * big) / s2 + np.max(np.abs(np.concatenate(
-            [self.log_a[np.isfinite(self.log_a)], self.log_b[np.isfinite(self.log_b)]]))) + 1.0
-        return 16.0 * _U * scale
+        if with_error:
+            big = np.max(np.abs(np.concatenate([self.mp, self.mq]))) + 1.0
+            scale = (big * np.abs(x) + big * big) / s2 + np.max(np.abs(np.concatenate(
+                [self.log_a[np.isfinite(self.log_a)],
+                 self.log_b[np.isfinite(self.log_b)]]))) + 1.0
+            err = 16.0 * _U * scale
+        if self._excess is None:
+            return ratio, (err if with_error else None)
+        ex, ok, ex_err = _excess_loss(self._excess, x, s2, with_error)
+        if ratio is None and not ok.all():
+            ratio = self._ratio_loss(x)
+        value = ex if ratio is None else np.where(ok, ex, ratio)
+        if not with_error:
+            return value, None
+        with np.errstate(invalid="ignore"):
+            ex_err = np.minimum(ex_err, err + np.abs(ex - ratio) * (1.0 + 2.0 * _U))
+        return value, np.where(ok, ex_err, err)
 
     def slope(self, x) -> np.ndarray:
         """L'(x) = (E_P-posterior mean − E_Q-posterior mean)/σ² ≥ 0 (monotone likelihood)."""
@@ -127,6 +158,15 @@ class MixturePair:
         r = span + s2 * (np.abs(e) + 50.0) / max(1e-300, 1.0)
         a = -r.copy()
         b = r.copy()
+        # a table of L on 257 points brackets most thresholds in one cell (Newton from the
+        # midpoint of [−r, r] took ~50 mostly halving steps); the rest widen as before
+        table = np.linspace(-float(r.max()), float(r.max()), 257)
+        lt = self.loss(table)
+        i = np.searchsorted(np.maximum.accumulate(lt), e, side="left")
+        j = np.minimum(i, len(table) - 1)
+        cell = (i >= 1) & (i < len(table)) & (lt[j] >= e) & (lt[np.maximum(i - 1, 0)] < e)
+        a = np.where(cell, table[np.maximum(i - 1, 0)], a)
+        b = np.where(cell, table[j], b)
         for _ in range(200):  # widen until L(a) < ℓ < L(b)
             la, lb = self.loss(a), self.loss(b)
             bad_a, bad_b = la >= e, lb <= e
@@ -137,29 +177,34 @@ class MixturePair:
         # safeguarded Newton inside the bracket [a, b] (kept: L(a) < ℓ ≤ L(b) as computed),
         # then the bracket is shrunk around the Newton point and checked
         x0 = 0.5 * (a + b)
+        act = np.arange(len(e))          # the points still moving (the others are kept)
         for _ in range(60):
-            f = self.loss(x0) - e
-            a = np.where(f < 0, x0, a)
-            b = np.where(f < 0, b, x0)
-            step = f / np.maximum(self.slope(x0), 1e-300)
-            nxt = x0 - step
-            nxt = np.where((nxt > a) & (nxt < b), nxt, 0.5 * (a + b))
-            done = np.abs(nxt - x0) <= 1e-12 * (np.abs(x0) + 1.0)
-            x0 = nxt
-            if np.all(done):
+            xa, ea = x0[act], e[act]
+            f = self.loss(xa) - ea
+            aa = np.where(f < 0, xa, a[act])
+            bb = np.where(f < 0, b[act], xa)
+            a[act], b[act] = aa, bb
+            nxt = xa - f / np.maximum(self.slope(xa), 1e-300)
+            # (b itself may be the root: a Newton point landing on it is kept, not halved)
+            nxt = np.where((nxt > aa) & (nxt <= bb), nxt, 0.5 * (aa + bb))
+            x0[act] = nxt
+            act = act[np.abs(nxt - xa) > 1e-12 * (np.abs(xa) + 1.0)]
+            if not len(act):
                 break
-        t = 4e-13 * (np.abs(x0) + 1.0)
-        lo_ok = self.loss(x0 - t) < e
-        hi_ok = self.loss(x0 + t) >= e
-        a = np.where(lo_ok & hi_ok, np.maximum(a, x0 - t), a)
-        b = np.where(lo_ok & hi_ok, np.minimum(b, x0 + t), b)
+        for rel in (32.0 * _U, 4e-13):   # the tightest certified bracket around x0
+            t = rel * (np.abs(x0) + 1.0)
+            ok = (self.loss(x0 - t) < e) & (self.loss(x0 + t) >= e) & (b - a > 2.0 * t)
+            a = np.where(ok, np.maximum(a, x0 - t), a)
+            b = np.where(ok, np.minimum(b, x0 + t), b)
+        act = np.flatnonzero(b - a > 1e-12 * (np.abs(a) + np.abs(b) + 1.0))
         for _ in range(200):  # bisection where the Newton point did not certify
-            if np.all(b - a <= 1e-12 * (np.abs(a) + np.abs(b) + 1.0)):
+            if not len(act):
                 break
-            mid = 0.5 * (a + b)
-            go = self.loss(mid) < e
-            a = np.where(go, mid, a)
-            b = np.where(go, b, mid)
+            mid = 0.5 * (a[act] + b[act])
+            go = self.loss(mid) < e[act]
+            a[act] = np.where(go, mid, a[act])
+            b[act] = np.where(go, b[act], mid)
+            act = act[b[act] - a[act] > 1e-12 * (np.abs(a[act]) + np.abs(b[act]) + 1.0)]
         xm = 0.5 * (a + b)
         slope = np.maximum(self.slope(xm), 1e-300)
         x[todo] = xm
@@ -251,7 +296,90 @@ class MixturePair:
 def _weight_err(log_w: np.ndarray, given) -> np.ndarray:
     if given is not None:
         return np.asarray(given, dtype=float)
+    if log_w.shape == (1,) and log_w[0] == 0.0:
+        return np.zeros(1)      # a one-component mixture: its weight is exactly 1
     return 8.0 * _U * (np.abs(np.where(np.isfinite(log_w), log_w, 0.0)) + 1.0)
+
+
+def _excess_terms(pair: MixturePair):
+    """(means μ, c_μ = a_μ − b_μ, absolute error of c_μ, b_μ, relative error of b_μ) over the
+    union of the two sides' means; None where a side repeats a mean.
+
+    A mean on both sides: c = b·expm1(log a − log b), whose error follows from the log
+    weights' (a relative-error log1p weight keeps c = −q accurate at q = 1e-12; equal log
+    weights give c = 0 exactly).  References: Hig02 (Sec. 1.14: expm1, log1p)."""
+    mp, mq = pair.mp, pair.mq
+    fa, fb = np.isfinite(pair.log_a), np.isfinite(pair.log_b)
+    mp, mq = mp[fa], mq[fb]
+    la, lb, ea, eb = pair.log_a[fa], pair.log_b[fb], pair.err_a[fa], pair.err_b[fb]
+    if len(set(mp.tolist())) < len(mp) or len(set(mq.tolist())) < len(mq):
+        return None
+    means = sorted(set(mp.tolist()) | set(mq.tolist()))
+    c, kappa, b, beta = [], [], [], []
+    for mu in means:
+        ia, ib = np.flatnonzero(mp == mu), np.flatnonzero(mq == mu)
+        if len(ib):
+            wb, web = math.exp(float(lb[ib[0]])), float(eb[ib[0]])
+            b.append(wb)
+            beta.append(math.expm1(web) + 4.0 * _U)
+        else:
+            b.append(0.0)
+            beta.append(0.0)
+        if len(ia) and len(ib):
+            d, spread = float(la[ia[0]] - lb[ib[0]]), float(ea[ia[0]] + eb[ib[0]])
+            e = math.expm1(d)
+            cv = wb * e
+            # |ĉ − c| ≤ b·(e^{d+Δ}·expm1(Δ) + u|ê|) + β·b·|ê| + u|ĉ|, b ≤ b̂/(1 − β)
+            err = (wb / (1.0 - beta[-1])) * (math.exp(d + spread) * math.expm1(spread)
+                                             * (1.0 + 4.0 * _U) + (beta[-1] + 2.0 * _U)
+                                             * abs(e)) + 2.0 * _U * abs(cv)
+        elif len(ia):
+            cv = math.exp(float(la[ia[0]]))
+            err = abs(cv) * (math.expm1(float(ea[ia[0]])) + 4.0 * _U)
+        else:
+            cv = -wb
+            err = abs(cv) * (beta[-1])
+        c.append(cv)
+        kappa.append(err)
+    return (np.array(means), np.array(c), np.array(kappa), np.array(b), np.array(beta))
+
+
+def _excess_loss(terms, x: np.ndarray, s2: float, with_error: bool = True):
+    """(L(x), where it is finite, error bound or None): L = log1p(N/D),
+    N = Σ c_μ e^{t_μ − M}, D = Σ b_μ e^{t_μ − M}, t_μ = (μx − μ²/2)/σ², M the largest t
+    (common to N and D: the ratio is exact in it).  The bound is +inf where D is not
+    certainly positive or 1 + N/D not certainly above 0.
+
+    Each t within τ = 4u(|μx| + μ²/2)/σ² + 4u|t| (a product, a square, a difference, a
+    division), each e^{t − M} within ρ = expm1(τ + u|t − M|)(1 + 2u) + 2u (relative; an
+    underflow within 1e-300 absolute), each sum within 2nu of its terms' magnitudes."""
+    means, c, kappa, b, beta = terms
+    n = len(means)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        mx = means[:, None] * x[None, :]
+        t = (mx - 0.5 * means[:, None] ** 2) / s2
+        m = np.max(t, axis=0)
+        m = np.where(np.isfinite(m), m, 0.0)
+        u = t - m[None, :]
+        e = np.exp(u)
+        num, den = c @ e, b @ e
+        r = num / den
+        loss = np.log1p(r)
+        ok = (den > 0) & np.isfinite(loss)
+        if not with_error:
+            return loss, ok, None
+        tau = 4.0 * _U * (np.abs(mx) + 0.5 * means[:, None] ** 2) / s2 + 4.0 * _U * np.abs(t)
+        rho = np.expm1(tau + _U * np.abs(u)) * (1.0 + 2.0 * _U) + 2.0 * _U
+        err_num = ((kappa[:, None] + np.abs(c[:, None]) * rho) * e / (1.0 - rho)).sum(axis=0) \
+            + 2.0 * n * _U * (np.abs(c) @ e) + n * 1e-300
+        err_den = ((b[:, None] * e) * (beta[:, None] + rho) / (1.0 - beta[:, None] - rho)
+                   ).sum(axis=0) + 2.0 * n * _U * den + n * 1e-300
+        low_den = den - err_den
+        err_r = (err_num + np.abs(r) * err_den) / low_den + _U * np.abs(r)
+        low = 1.0 + r - err_r
+        err = err_r / low * (1.0 + 4.0 * _U) + 2.0 * _U * np.abs(loss)
+        bad = ~(ok & (low_den > 0) & (low > 0) & np.isfinite(err))
+    return loss, ok, np.where(bad, np.inf, err)
 
 
 def _z_tail(log_eta: float) -> float:
@@ -268,8 +396,10 @@ def log_binomial_weights(k: int, q: float) -> tuple[np.ndarray, np.ndarray]:
     """log Binomial(j; K, q) for j = 0..K and a bound on each value's absolute error.
 
     log C(K, j) from the exact integer (math.comb; math.log of an int is within an ulp or
-    two), j·log q and (K − j)·log1p(−q) within a few ulps of their magnitudes; the sum of
-    three terms adds 2 roundings: 8u·(sum of magnitudes + 1) bounds it all.
+    two; log 1 = 0 exactly), j·log q and (K − j)·log1p(−q) within a few ulps of their
+    magnitudes; the sum of three terms adds 2 roundings: 8u·(sum of magnitudes) bounds it
+    all.  Relative, not absolute: w_0 = (1 − q)^K keeps log w_0 = K·log1p(−q) to a few ulps
+    of itself, which the excess form of the loss needs (c_0 = w_0 − 1 ≈ −Kq).
 
     References: Loa00 (binomial probabilities).
     """
@@ -281,7 +411,7 @@ def log_binomial_weights(k: int, q: float) -> tuple[np.ndarray, np.ndarray]:
         t2 = np.where(k - j > 0, (k - j) * l1q, 0.0)
         lw = log_choose + t1 + t2
         err = 8.0 * _U * (np.abs(log_choose) + np.abs(t1) + np.abs(np.where(
-            np.isfinite(t2), t2, 0.0)) + 1.0)
+            np.isfinite(t2), t2, 0.0)))
     return lw, err
 
 

@@ -51,7 +51,7 @@ import math
 import numpy as np
 
 from dpcalc.errors import DomainError
-from dpcalc.mechanisms._mixture import MixturePair
+from dpcalc.mechanisms._mixture import MixturePair, log_binomial_weights
 from dpcalc.numeric.directed import UNIT_ROUNDOFF
 
 DIRECTIONS = ("replace",)
@@ -74,9 +74,13 @@ class SymmetrisedPair:
         _check(p, sigma)
         self.p = float(p)
         self.sigma = float(sigma)
-        lw = [math.log1p(-p), math.log(p)] if p < 1 else [0.0]
-        means = [0.0, 2.0] if p < 1 else [2.0]
-        self.remove = MixturePair(sigma, lw, means, [0.0], [0.0])   # R
+        # log(1 − p), log p to a few ulps of themselves (relative: the excess form of the
+        # loss needs w₀ − 1 = −p accurately at a small p; dpcalc.mechanisms._mixture)
+        lw, err = log_binomial_weights(1, p)
+        keep = np.isfinite(lw)
+        means = np.array([0.0, 2.0])[keep]
+        self.remove = MixturePair(sigma, lw[keep], means, [0.0], [0.0],
+                                  log_a_err=err[keep])   # R
 
     def loss(self, x) -> np.ndarray:
         """L*(x) = sign(x − 1)·L_R(1 + |x − 1|), increasing and odd about x = 1."""
