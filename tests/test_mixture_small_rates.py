@@ -135,3 +135,22 @@ def test_k_examples_between_one_example_and_the_group_reduction(capsys, q, sigma
     _, up_g = _bracket(capsys, "--q", repr(math.nextafter(p, 1.0)),
                        "--sigma", repr(math.nextafter(sigma / k, 0.0)))
     assert lo_1 <= up_k and lo_k <= up_g
+
+
+def test_threshold_at_a_table_point_is_not_widened_forever(monkeypatch):
+    # replace-one's loss is odd: L(0) = 0 on the 257-point table's middle node. A threshold
+    # ℓ = 0 took the cell ending at x = 0, the widening doubled 0 two hundred times, and
+    # every threshold of the call paid 400 loss evaluations (MNIST σ, replace-one: 0.09 s
+    # per PLD evaluation instead of 0.045)
+    from dpcalc.mechanisms import _mixture
+
+    pair = poisson_replace_one.pair(256 / 60000, 1.433, 1)
+    calls = []
+    loss = _mixture.MixturePair.loss
+    monkeypatch.setattr(_mixture.MixturePair, "loss",
+                        lambda self, x: calls.append(1) or loss(self, x))
+    ell = np.concatenate([np.linspace(-0.66, 0.93, 2000), [0.0]])
+    x, dx = pair.x_of_loss(ell)
+    assert len(calls) <= 80
+    assert x[-1] == 0.0 or abs(x[-1]) <= dx[-1]
+    assert np.all(dx <= 1e-11 * (np.abs(x) + 1.0))

@@ -164,7 +164,9 @@ class MixturePair:
         lt = self.loss(table)
         i = np.searchsorted(np.maximum.accumulate(lt), e, side="left")
         j = np.minimum(i, len(table) - 1)
-        cell = (i >= 1) & (i < len(table)) & (lt[j] >= e) & (lt[np.maximum(i - 1, 0)] < e)
+        # (strict at both ends, as the widening below wants it: a cell ending at L = ℓ = 0,
+        # x = 0, would be widened by doubling 0)
+        cell = (i >= 1) & (i < len(table)) & (lt[j] > e) & (lt[np.maximum(i - 1, 0)] < e)
         a = np.where(cell, table[np.maximum(i - 1, 0)], a)
         b = np.where(cell, table[j], b)
         for _ in range(200):  # widen until L(a) < ℓ < L(b)
