@@ -106,8 +106,17 @@ def test_secant_guess_moves_to_the_full_bounds_root():
     short, _ = secant_guess(cheap, math.log(200.0), 1.0, 0.0, 30.0, 0.5)
     assert short == pytest.approx(1000.0 / 1.03 ** 2, rel=1e-6)
     moved, accuracy = secant_guess(cheap, math.log(200.0), 1.0, 0.0, 30.0, 0.5, full=counted)
-    assert moved == pytest.approx(1000.0, rel=1e-6) and len(calls) == 1
-    assert accuracy >= 0.25 * math.log(1000.0 / short) * 0.99
+    # a Newton step on the cheap chord, then a secant through the two full values
+    assert moved == pytest.approx(1000.0, rel=1e-6) and len(calls) == 2
+    assert abs(math.log(moved / 1000.0)) <= accuracy <= 0.01
+    # curved, and the cheap bound's slope not the full one's: the root still within accuracy
+    def curved(x):
+        u = x - math.log(1000.0)
+        return math.exp(0.5 * u + 0.05 * u * u)
+
+    guess, accuracy = secant_guess(lambda x: 1.03 * curved(x) * math.exp(0.01 * (
+        x - math.log(1000.0))), math.log(200.0), 1.0, 0.0, 30.0, 0.5, full=curved)
+    assert abs(math.log(guess / 1000.0)) <= accuracy <= 0.01
     # a full bound that cannot be had leaves the cheap secant's root
     def broken(x):
         raise ValueError("no bound")

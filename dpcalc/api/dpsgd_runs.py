@@ -95,46 +95,97 @@ def pair_of(scheme: Scheme, q: float, sigma: float):
 
 
 class _Pld:
-    """ε(δ), δ(ε) and (ε, δ)-DP of T steps of one combination's pair, certified [KJH20]."""
+    """ε(δ), δ(ε) and (ε, δ)-DP of T steps of one combination's pair, certified [KJH20].
+
+    Two sound shortcuts beside the pair's PLD:
+    - participation: the outputs are equal in law unless one of the user's K examples (under
+      replace-one the K coupled slots of [SMG24]'s coupling; with fixed batches the one
+      changed slot, in a batch with probability p = B/N) is sampled at some step, so
+      δ(ε) ≤ TV ≤ 1 − (1 − q)^{KT} at every ε ≥ 0: where that is at most δ, ε = 0 exactly
+      (a rate of 1e-10 for 1000 steps; the grid cannot resolve such rates: K = 2 failed,
+      replace-one answered ε 0.05-2 for 0);
+    - K ≥ 2 where the pair's grid cannot be placed (q ≲ 1e-9): the K-example pair is
+      dominated by the one-example pair of the same relation at rate p = 1 − (1 − q)^K and
+      noise σ/K (P = Σ_j v_j·[(1 − p)N(0) + pN(j)], the same v_j on both sides of
+      replace-one; joint convexity of the hockey-stick divergence and the post-processing
+      x ↦ (j/K)x + N(0, σ²(1 − j²/K²)) of shift K into shift j) [ZDW22, Thm 10], a looser
+      but sound bound, said in a note.
+    """
 
     def __init__(self, scheme: Scheme, tolerance: float):
         self.scheme, self.tol = scheme, tolerance
         self._seen: dict = {}
+        self.reduced: set = set()        # (q, σ) whose answers came from the K = 1 bound
 
     def pair(self, q: float, sigma: float):
         return pair_of(self.scheme, q, sigma)
 
+    def log_participation(self, q, steps) -> float:
+        """log of 1 − (1 − q)^{KT}, rounded up (see the class docstring)."""
+        if q >= 1.0:
+            return 0.0
+        v = self.scheme.k * steps * math.log1p(-q)
+        part = -math.expm1(v)
+        if not part > 0.0:
+            return 0.0
+        return min(0.0, math.log(part) * (1.0 - 1e-14) + 1e-12)
+
+    def _engine(self, name: str, q, sigma, steps, arg, **kw):
+        """accountant.<name> on the scheme's pair; for K ≥ 2, on the dominating one-example
+        pair where the grid cannot be placed (PLDUncertifiable otherwise)."""
+        from dpcalc.pld import PLDUncertifiable, accountant
+
+        fn = getattr(accountant, name)
+        try:
+            return fn([(self.pair(q, sigma), steps)], arg, self.tol, **kw)
+        except PLDUncertifiable:
+            if self.scheme.k == 1:
+                raise
+        k = self.scheme.k
+        p = min(1.0, -math.expm1(k * math.log1p(-q)) * (1.0 + 8.0 * 2.0 ** -53))
+        one = Scheme(self.scheme.sampling, self.scheme.relation, 1)
+        out = fn([(pair_of(one, p, sigma / k * (1.0 - 4.0 * 2.0 ** -53)), steps)], arg,
+                 self.tol, **kw)
+        self.reduced.add((q, sigma))
+        return out
+
     def epsilon(self, q, sigma, steps, log_delta):
         key = ("e", q, sigma, steps, log_delta)
         if key not in self._seen:
-            from dpcalc.pld import PLDUncertifiable, accountant
+            from dpcalc.pld import PLDUncertifiable
 
+            if self.log_participation(q, steps) <= log_delta:
+                self._seen[key] = (0.0, (0.0, 0.0))
+                return self._seen[key]
             try:
-                lo, up = accountant.epsilon_bounds([(self.pair(q, sigma), steps)], log_delta,
-                                                   self.tol)
+                lo, up = self._engine("epsilon_bounds", q, sigma, steps, log_delta)
             except PLDUncertifiable as exc:
                 raise InfeasibleError(f"the PLD grid cannot certify this run ({exc})") from None
             self._seen[key] = (up, (lo, up))
         return self._seen[key]
 
     def log_delta(self, q, sigma, steps, epsilon):
-        from dpcalc.pld import PLDUncertifiable, accountant
+        from dpcalc.pld import PLDUncertifiable
 
+        part = self.log_participation(q, steps)
         try:
-            lo, up = accountant.log_delta_bounds([(self.pair(q, sigma), steps)], epsilon,
-                                                 self.tol)
+            lo, up = self._engine("log_delta_bounds", q, sigma, steps, epsilon)
         except PLDUncertifiable as exc:
+            if part < 0.0:
+                self.reduced.add(("participation", q, steps))
+                return part, (-math.inf, part)
             raise InfeasibleError(f"the PLD grid cannot certify this run ({exc})") from None
-        return up, (lo, up)
+        return min(up, part), (min(lo, part), min(up, part))
 
     def upper(self, q, sigma, steps, log_delta) -> float:
         """The cheap certified upper bound on ε (the first pass; +inf where it certifies
         none): aims the solves' secants (dpcalc.api._dpsgd_runs_guess), decides nothing."""
-        from dpcalc.pld import PLDUncertifiable, accountant
+        from dpcalc.pld import PLDUncertifiable
 
+        if self.log_participation(q, steps) <= log_delta:
+            return 0.0
         try:
-            return accountant.epsilon_upper([(self.pair(q, sigma), steps)], log_delta,
-                                            self.tol)
+            return self._engine("epsilon_upper", q, sigma, steps, log_delta)
         except (PLDUncertifiable, ArithmeticError, ValueError):
             return math.inf
 
@@ -144,16 +195,35 @@ class _Pld:
         # upper bound (its first pass; +inf once certainly above the target) decides a
         # passing point first; otherwise the full bracket decides.
         if ("e", q, sigma, steps, log_delta) not in self._seen:
-            from dpcalc.pld import PLDUncertifiable, accountant
+            from dpcalc.pld import PLDUncertifiable
 
+            if self.log_participation(q, steps) <= log_delta:
+                return True
             try:
-                quick = accountant.epsilon_upper([(self.pair(q, sigma), steps)], log_delta,
-                                                 self.tol, stop_above=epsilon)
+                quick = self._engine("epsilon_upper", q, sigma, steps, log_delta,
+                                     stop_above=epsilon)
             except PLDUncertifiable:
                 quick = math.inf
             if quick <= epsilon:
                 return True
         return self.epsilon(q, sigma, steps, log_delta)[0] <= epsilon
+
+    def notes(self, q, sigma, steps, log_delta) -> list[str]:
+        """What the answer at these values rests on, beside the scheme's own PLD."""
+        out = []
+        if log_delta is not None and self.log_participation(q, steps) <= log_delta:
+            out.append("ε = 0 exactly: the user's examples are sampled at all with "
+                       "probability 1 − (1 − q)^(K·steps) ≤ δ, and the outputs are equal "
+                       "in law otherwise")
+        if (q, sigma) in self.reduced:
+            out.append(f"the grid of the {self.scheme.k}-example pair cannot be placed at "
+                       f"q = {q:.3g}: bounded by the one-example pair at rate "
+                       f"1 − (1 − q)^K and noise σ/K (sound, looser)")
+        if ("participation", q, steps) in self.reduced:
+            out.append("the PLD grid cannot certify this run: δ is bounded by the "
+                       "probability 1 − (1 − q)^(K·steps) that the user's examples are "
+                       "sampled at all")
+        return out
 
 
 def _steps_for(epochs, q) -> int:
@@ -228,6 +298,14 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
         values["steps"] = _steps_for(values["epochs"], values["q"])
     else:
         values["epochs"] = values["steps"] * values["q"]
+    if unknown.name == "sigma":
+        from dpcalc.api.dpsgd import SIGMA_SOLVE_MIN
+
+        if values["sigma"] <= SIGMA_SOLVE_MIN * (1.0 + 1e-3):
+            notes.append(f"σ = {SIGMA_SOLVE_MIN:g} is the smallest noise dpcalc solves for; it "
+                         "meets the target, and a smaller σ may too")
+    notes.extend(acc.notes(values["q"], values["sigma"], values["steps"],
+                           log_of(values["delta"]) if values["delta"] > 0 else None))
     parameters = {k: values[k] for k in ("q", "sigma", "epochs", "steps", "epsilon", "delta")}
     if bsize is not None:
         parameters["batch_size"] = bsize
@@ -246,10 +324,12 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
                      "size (a loader running ⌊N/B⌋ steps per epoch reveals N ± 1)")
     comparison = []
     if compare and unknown.name == "epsilon" and scheme.sampling == "fixed-batch":
-        from dpcalc.relations import pld
+        from dpcalc.api.dpsgd import dpsgd
 
-        claim = pld.epsilon_bounds(values["q"], values["sigma"], values["steps"],
-                                   log_of(values["delta"]), tolerance)[1]
+        # the default run's own answer (its PLD, or its fallbacks below the PLD's rates: the
+        # bare PLD failed at q = 1e-300 and aborted the answer)
+        claim = dpsgd(q=values["q"], sigma=values["sigma"], steps=values["steps"],
+                      delta=values["delta"], tolerance=tolerance, compare=False).value
         comparison.append(Comparison("poisson-accounting", claim, REFS["ZDW22"].short,
                                      "what Poisson add-remove accounting at q = B/N would "
                                      "claim; it does not apply to fixed-size batches (the "
@@ -312,9 +392,16 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         seed = _seed(rel.clt_sigma_guess, q, steps, eps, log_d) or 1.0
         slope = _seed(_clt_slope, q, steps, eps, log_d) or -1.5
         guess, accuracy = secant_guess(lambda x: acc.upper(q, math.exp(x), steps, log_d),
-                                       math.log(seed), _aim(eps), -6.9, 13.8, slope)
+                                       math.log(seed), _aim(eps), -6.9, 13.8, slope,
+                                       full=lambda x: acc.epsilon(q, math.exp(x), steps,
+                                                                  log_d)[0])
+        from dpcalc.api.dpsgd import SIGMA_SOLVE_MIN
+
+        # (the default run's floor: where every σ meets the target, e.g. a rate so small that
+        # the examples are sampled with probability ≤ δ, the answer is that floor, said so)
         found = solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
-                              rtol=2e-5, guess=guess, guess_rtol=accuracy)
+                              low=SIGMA_SOLVE_MIN, low_open=True, rtol=2e-5, guess=guess,
+                              guess_rtol=accuracy)
         return printed_answer(found, NOISE,
                               lambda s: acc.holds(q, s, steps, eps, log_d)), None
     if unknown in ("steps", "epochs"):
@@ -348,7 +435,8 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         if seed is not None and 0.0 < seed < 1.0:
             guess, accuracy = secant_guess(
                 lambda x: acc.upper(math.exp(x), sigma, values["steps"], log_d),
-                math.log(seed), _aim(eps), -745.0, 0.0, 1.0)
+                math.log(seed), _aim(eps), -745.0, 0.0, 1.0,
+                full=lambda x: acc.epsilon(math.exp(x), sigma, values["steps"], log_d)[0])
     # 2e-5 on q, as the Poisson add/remove run's solve (the PLD bound is only 1e-3 tight; at
     # 1e-6 the bisection took three more full evaluations, 0.4 s at q 0.02, K = 2)
     def ok_q(r: float) -> bool:
