@@ -92,3 +92,18 @@ def test_q_solve_that_probes_q_one(capsys, monkeypatch):
     forward = _json(capsys, "--examples-per-user", "2", "--sigma", "1", "--steps", "1000",
                     "--q", str(out["value"]), "--delta", "1e-5")
     assert forward["value"] <= 0.5
+
+
+@pytest.mark.parametrize("steps", ["1000", "1000000"])
+def test_default_run_sampled_below_delta_is_exactly_zero(capsys, steps):
+    # q = 1e-12 (the PLD's lowest rate): the grid answered 5e-4 at 1000 steps and 0.71 at
+    # 10⁶ (sound, far from the truth 0); the example is sampled with probability ≤ 1e-6 < δ
+    for args in (["--value"], ["--json"]):
+        r = run(capsys, "dpsgd", "--q", "1e-12", "--sigma", "1", "--steps", steps,
+                "--delta", "1e-5", *args)
+        assert r.code == 0, r.err
+        value = r.json["value"] if args == ["--json"] else float(r.out)
+        assert value == 0
+    # sampled with probability above δ: the grid answers, above 0
+    out = _json(capsys, "--q", "1e-3", "--sigma", "1", "--steps", "1000", "--delta", "1e-5")
+    assert out["value"] > 0

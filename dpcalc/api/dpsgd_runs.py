@@ -122,13 +122,9 @@ class _Pld:
 
     def log_participation(self, q, steps) -> float:
         """log of 1 − (1 − q)^{KT}, rounded up (see the class docstring)."""
-        if q >= 1.0:
-            return 0.0
-        v = self.scheme.k * steps * math.log1p(-q)
-        part = -math.expm1(v)
-        if not part > 0.0:
-            return 0.0
-        return min(0.0, math.log(part) * (1.0 - 1e-14) + 1e-12)
+        from dpcalc.relations.dpsgd import log_participation
+
+        return log_participation(q, steps, self.scheme.k)
 
     def _engine(self, name: str, q, sigma, steps, arg, **kw):
         """accountant.<name> on the scheme's pair; for K ≥ 2, on the dominating one-example

@@ -25,6 +25,21 @@ ACCOUNTANTS = DPSGD.names
 REFERENCE = DPSGD.references
 
 
+def log_participation(q: float, steps: int, k: int = 1) -> float:
+    """log(1 − (1 − q)^{k·T}), rounded up: the probability that one of the user's k examples
+    is sampled at some step. The outputs are equal in law otherwise (couple every other coin),
+    so δ(ε) ≤ TV ≤ it at every ε ≥ 0, for add/remove and (with the replaced user's coins
+    coupled to the new one's, as in [SMG24]'s pair) replace-one neighbours; where it is at
+    most δ, ε = 0 exactly.  Rounding: log1p, the product by kT, expm1 and log each within
+    a few ulps; the result is raised by 1e-14 relative and 1e-12 absolute."""
+    if q >= 1.0:
+        return 0.0
+    part = -math.expm1(k * steps * math.log1p(-q))
+    if not part > 0.0:
+        return 0.0
+    return min(0.0, math.log(part) * (1.0 - 1e-14) + 1e-12)
+
+
 def rdp_epsilon(q: float, sigma: float, steps: int, log_delta: float) -> tuple[float, float]:
     """Upper bound on ε by the RDP accountant; returns (ε, best order). References: MTZ19.
 
