@@ -169,6 +169,11 @@ class MixturePair:
         cell = (i >= 1) & (i < len(table)) & (lt[j] > e) & (lt[np.maximum(i - 1, 0)] < e)
         a = np.where(cell, table[np.maximum(i - 1, 0)], a)
         b = np.where(cell, table[j], b)
+        # Newton starts from the chord of its cell (the midpoint elsewhere)
+        la_t, lb_t = lt[np.maximum(i - 1, 0)], lt[j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            chord = a + (e - la_t) * (b - a) / (lb_t - la_t)
+        start = np.where(cell & (chord > a) & (chord <= b), chord, np.nan)
         for _ in range(200):  # widen until L(a) < ℓ < L(b)
             la, lb = self.loss(a), self.loss(b)
             bad_a, bad_b = la >= e, lb <= e
@@ -178,7 +183,7 @@ class MixturePair:
             b = np.where(bad_b, 2.0 * b, b)
         # safeguarded Newton inside the bracket [a, b] (kept: L(a) < ℓ ≤ L(b) as computed),
         # then the bracket is shrunk around the Newton point and checked
-        x0 = 0.5 * (a + b)
+        x0 = np.where(np.isnan(start), 0.5 * (a + b), start)
         act = np.arange(len(e))          # the points still moving (the others are kept)
         for _ in range(60):
             xa, ea = x0[act], e[act]
