@@ -20,7 +20,7 @@ from dpcalc.api._common import (
     leave_one_out,
 )
 from dpcalc.errors import InfeasibleError, UsageError
-from dpcalc.numeric.directed import exp_down, exp_up, log_of
+from dpcalc.numeric.directed import UNIT_ROUNDOFF, exp_down, exp_up, log_of
 from dpcalc.params import DELTA, EPSILON, INF, Param, Q
 from dpcalc.references import REFS
 from dpcalc.result import Bounds, Comparison, Result
@@ -138,9 +138,9 @@ class _Pld:
             if self.scheme.k == 1:
                 raise
         k = self.scheme.k
-        p = min(1.0, -math.expm1(k * math.log1p(-q)) * (1.0 + 8.0 * 2.0 ** -53))
+        p = min(1.0, -math.expm1(k * math.log1p(-q)) * (1.0 + 8.0 * UNIT_ROUNDOFF))
         one = Scheme(self.scheme.sampling, self.scheme.relation, 1)
-        out = fn([(pair_of(one, p, sigma / k * (1.0 - 4.0 * 2.0 ** -53)), steps)], arg,
+        out = fn([(pair_of(one, p, sigma / k * (1.0 - 4.0 * UNIT_ROUNDOFF)), steps)], arg,
                  self.tol, **kw)
         self.reduced.add((q, sigma))
         return out
