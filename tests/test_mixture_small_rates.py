@@ -154,3 +154,48 @@ def test_threshold_at_a_table_point_is_not_widened_forever(monkeypatch):
     assert len(calls) <= 80
     assert x[-1] == 0.0 or abs(x[-1]) <= dx[-1]
     assert np.all(dx <= 1e-11 * (np.abs(x) + 1.0))
+
+
+def _exact_x(pc, qc, sigma, ell, x0):
+    with mpmath.workdps(60):
+        return mpmath.findroot(lambda t: _exact_loss(pc, qc, sigma, t) - ell, mpmath.mpf(x0))
+
+
+@pytest.mark.parametrize("name,make,comps,ells", [
+    # deep negative losses: log1p(r) at r → −1 is a staircase of steps u·e^{|L|}; the
+    # bracket's ends sat there while its middle did not, and x(−36.11) came out 0.2 off
+    # with dx 1e-11 (helper-50)
+    ("replace q=0.3 σ=0.5", lambda: poisson_replace_one.pair(0.3, 0.5, 1),
+     lambda: ([(mpmath.mpf("0.7"), 0), (mpmath.mpf("0.3"), 1)],
+              [(mpmath.mpf("0.7"), 0), (mpmath.mpf("0.3"), -1)]),
+     [-36.11, -20.0, -12.347457627118644, -8.5, -3.0]),
+    # next to the lower edge at a large rate: 1 + c₀ = (1 − q)^K cancels
+    ("remove q=0.843 K=8", lambda: poisson_add_remove.pair(0.843, 1.0, "remove", 8),
+     lambda: ([(w, j) for j, w in enumerate(_binomial(8, mpmath.mpf(0.843)))], [(1, 0)]),
+     [8 * math.log1p(-0.843) + d for d in (1e-11, 1e-8, 1e-5, 1e-3)]),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_thresholds_where_the_excess_form_is_ill_conditioned(name, make, comps, ells):
+    pair = make()
+    pc, qc = comps()
+    xs, dxs = pair.x_of_loss(np.array(ells))
+    for ell, x, dx in zip(ells, xs, dxs, strict=True):
+        want = _exact_x(pc, qc, pair.sigma, ell, x)
+        assert abs(x - float(want)) <= dx, (name, ell, x, float(want), dx)
+
+
+@pytest.mark.parametrize("q,sigma,k", [(0.01, 1.0, 2), (3e-4, 0.8, 3), (0.2, 2.5, 2),
+                                       (1e-6, 1.3, 4)])
+def test_zero_threshold_of_several_examples_is_not_widened_forever(monkeypatch, q, sigma, k):
+    # K ≥ 2: the summed loss at x = 0 is a few ulps off 0, so the table's middle node could
+    # pass as ℓ = 0's upper end and then fail when recomputed; the widening doubled 0 two
+    # hundred times (about 410 loss evaluations; helper-50)
+    from dpcalc.mechanisms import _mixture
+
+    pair = poisson_replace_one.pair(q, sigma, k)
+    calls = []
+    loss = _mixture.MixturePair.loss
+    monkeypatch.setattr(_mixture.MixturePair, "loss",
+                        lambda self, x: calls.append(1) or loss(self, x))
+    x, dx = pair.x_of_loss(np.array([0.0, 0.1 * q, -0.1 * q]))
+    assert len(calls) <= 80
+    assert abs(x[0]) <= dx[0] and x[1] > 0 > x[2]

@@ -179,8 +179,10 @@ class MixturePair:
             bad_a, bad_b = la >= e, lb <= e
             if not (bad_a.any() or bad_b.any()):
                 break
-            a = np.where(bad_a, 2.0 * a, a)
-            b = np.where(bad_b, 2.0 * b, b)
+            # (from ±r at least: a table end may be 0 or of either sign, and its loss
+            # recomputed here may land on the other side of ℓ by an ulp)
+            a = np.where(bad_a, np.minimum(2.0 * a, -r), a)
+            b = np.where(bad_b, np.maximum(2.0 * b, r), b)
         # safeguarded Newton inside the bracket [a, b] (kept: L(a) < ℓ ≤ L(b) as computed),
         # then the bracket is shrunk around the Newton point and checked
         x0 = np.where(np.isnan(start), 0.5 * (a + b), start)
@@ -213,9 +215,15 @@ class MixturePair:
             b[act] = np.where(go, b[act], mid)
             act = act[b[act] - a[act] > 1e-12 * (np.abs(a[act]) + np.abs(b[act]) + 1.0)]
         xm = 0.5 * (a + b)
-        slope = np.maximum(self.slope(xm), 1e-300)
+        # the error and slope over the bracket's ends and middle: the loss's error bound can
+        # change abruptly with x (where loss switches between its two forms), and an ℓ
+        # certified at ends whose error the middle did not show was 0.2 off (helper-50)
+        err = np.maximum(np.maximum(self.loss_error(a), self.loss_error(b)),
+                         self.loss_error(xm))
+        slope = np.maximum(np.minimum(np.minimum(self.slope(a), self.slope(b)),
+                                      self.slope(xm)), 1e-300)
         x[todo] = xm
-        dx[todo] = (b - a) + 2.0 * self.loss_error(xm) / slope + 4.0 * _U * (np.abs(xm) + 1)
+        dx[todo] = (b - a) + 2.0 * err / slope + 4.0 * _U * (np.abs(xm) + 1)
         return x, dx
 
     # ---- tails -----------------------------------------------------------------------------
@@ -333,7 +341,8 @@ def _excess_terms(pair: MixturePair):
             b.append(0.0)
             beta.append(0.0)
         if len(ia) and len(ib):
-            d, spread = float(la[ia[0]] - lb[ib[0]]), float(ea[ia[0]] + eb[ib[0]])
+            d = float(la[ia[0]] - lb[ib[0]])
+            spread = float(ea[ia[0]] + eb[ib[0]]) + _U * abs(d)   # (+ the subtraction's)
             e = math.expm1(d)
             cv = wb * e
             # |ĉ − c| ≤ b·(e^{d+Δ}·expm1(Δ) + u|ê|) + β·b·|ê| + u|ĉ|, b ≤ b̂/(1 − β)
@@ -369,16 +378,21 @@ def _excess_loss(terms, x: np.ndarray, s2: float, with_error: bool = True):
         m = np.where(np.isfinite(m), m, 0.0)
         u = t - m[None, :]
         e = np.exp(u)
-        num, den = c @ e, b @ e
+        # row by row (a BLAS product's rounding depends on a point's position in the array)
+        cn = c[:, None] * e
+        num, den = cn.sum(axis=0), (b[:, None] * e).sum(axis=0)
         r = num / den
         loss = np.log1p(r)
-        ok = (den > 0) & np.isfinite(loss)
+        # only where it is well conditioned: log1p at r > −1/2 (at r → −1, deep negative
+        # losses or 1 + c₀ = (1 − q)^K cancelling near the lower edge, it lost every digit),
+        # and D far from subnormal (helper-50)
+        ok = (den > 1e-290) & (r > -0.5) & np.isfinite(loss)
         if not with_error:
             return loss, ok, None
         tau = 4.0 * _U * (np.abs(mx) + 0.5 * means[:, None] ** 2) / s2 + 4.0 * _U * np.abs(t)
         rho = np.expm1(tau + _U * np.abs(u)) * (1.0 + 2.0 * _U) + 2.0 * _U
         err_num = ((kappa[:, None] + np.abs(c[:, None]) * rho) * e / (1.0 - rho)).sum(axis=0) \
-            + 2.0 * n * _U * (np.abs(c) @ e) + n * 1e-300
+            + 2.0 * n * _U * np.abs(cn).sum(axis=0) + n * 1e-300
         err_den = ((b[:, None] * e) * (beta[:, None] + rho) / (1.0 - beta[:, None] - rho)
                    ).sum(axis=0) + 2.0 * n * _U * den + n * 1e-300
         low_den = den - err_den
