@@ -107,3 +107,17 @@ def test_default_run_sampled_below_delta_is_exactly_zero(capsys, steps):
     # sampled with probability above δ: the grid answers, above 0
     out = _json(capsys, "--q", "1e-3", "--sigma", "1", "--steps", "1000", "--delta", "1e-5")
     assert out["value"] > 0
+
+
+@pytest.mark.parametrize("args", [
+    ["--examples-per-user", "2", "--q", "1e-40", "--sigma", "1.5", "--delta", "1e-100"],
+    ["--examples-per-user", "2", "--q", "1e-100", "--sigma", "0.5", "--epsilon", "1.2"],
+    ["--sampling", "fixed-batch", "--q", "1e-40", "--sigma", "1", "--delta", "1e-100"],
+], ids=str)
+def test_rates_below_the_grid_with_a_far_tail_delta(capsys, args):
+    # sampled with probability above δ = 1e-100: the grid was asked at q 1e-40 and failed
+    # with an IndexError (exit 3; helper-51). The one-example pairs grow with the rate: the
+    # pair at 1e-12 bounds them, said in a note
+    out = _json(capsys, *args, "--steps", "1000")
+    assert math.isfinite(float(out["value"])) and float(out["value"]) >= 0
+    assert any("below a rate of 1e-12" in n for n in out["notes"])

@@ -129,21 +129,38 @@ class _Pld:
     def _engine(self, name: str, q, sigma, steps, arg, **kw):
         """accountant.<name> on the scheme's pair; for K ≥ 2, on the dominating one-example
         pair where the grid cannot be placed (PLDUncertifiable otherwise)."""
+        from dpcalc.accountants.dpsgd import PLD_Q_MIN
         from dpcalc.pld import PLDUncertifiable, accountant
 
         fn = getattr(accountant, name)
+        k = self.scheme.k
+        if k == 1 and q < PLD_Q_MIN:
+            return self._floored(fn, self.scheme, q, sigma, steps, arg, kw)
         try:
             return fn([(self.pair(q, sigma), steps)], arg, self.tol, **kw)
         except PLDUncertifiable:
-            if self.scheme.k == 1:
+            if k == 1:
                 raise
-        k = self.scheme.k
         p = min(1.0, -math.expm1(k * math.log1p(-q)) * (1.0 + 8.0 * UNIT_ROUNDOFF))
         one = Scheme(self.scheme.sampling, self.scheme.relation, 1)
-        out = fn([(pair_of(one, p, sigma / k * (1.0 - 4.0 * UNIT_ROUNDOFF)), steps)], arg,
-                 self.tol, **kw)
+        out = self._floored(fn, one, p, sigma / k * (1.0 - 4.0 * UNIT_ROUNDOFF), steps, arg,
+                            kw)
         self.reduced.add((q, sigma))
         return out
+
+    def _floored(self, fn, one: Scheme, rate, sigma, steps, arg, kw):
+        """fn on a one-example pair at max(rate, PLD_Q_MIN): below 1e-12 the grid cannot
+        resolve the one-step loss (the engine failed with an IndexError at 1e-40). Each
+        one-example pair grows with its rate: at q < q' it is the pair at q' post-processed
+        by replacing the output, with probability 1 − q/q', by a fresh draw of the common
+        component N(0, σ²) (both sides share it), so the pair at 1e-12 bounds it (said in
+        a note)."""
+        from dpcalc.accountants.dpsgd import PLD_Q_MIN
+
+        if rate < PLD_Q_MIN:
+            self.reduced.add(("floor", rate))
+            rate = PLD_Q_MIN
+        return fn([(pair_of(one, rate, sigma), steps)], arg, self.tol, **kw)
 
     def epsilon(self, q, sigma, steps, log_delta):
         key = ("e", q, sigma, steps, log_delta)
@@ -215,6 +232,10 @@ class _Pld:
             out.append(f"the grid of the {self.scheme.k}-example pair cannot be placed at "
                        f"q = {q:.3g}: bounded by the one-example pair at rate "
                        f"1 − (1 − q)^K and noise σ/K (sound, looser)")
+        if any(key[0] == "floor" for key in self.reduced if isinstance(key, tuple)):
+            out.append("below a rate of 1e-12 the one-example pair's grid cannot resolve the "
+                       "loss: bounded by the pair at rate 1e-12 (the loss grows with the "
+                       "rate; sound, looser)")
         if ("participation", q, steps) in self.reduced:
             out.append("the PLD grid cannot certify this run: δ is bounded by the "
                        "probability 1 − (1 − q)^(K·steps) that the user's examples are "
