@@ -121,3 +121,15 @@ def test_rates_below_the_grid_with_a_far_tail_delta(capsys, args):
     out = _json(capsys, *args, "--steps", "1000")
     assert math.isfinite(float(out["value"])) and float(out["value"]) >= 0
     assert any("below a rate of 1e-12" in n for n in out["notes"])
+
+
+def test_curve_and_bracket_past_the_k_grid(capsys):
+    # helper-51: --curve asked the K = 2 grid the answer had avoided (exit 3), and the K → 1
+    # bound's lower end was reported as the K pair's (it bounds the looser pair: exact ε
+    # 3.8e-10 lay below the bracket [2.45e-9, 2.47e-9])
+    out = _json(capsys, "--examples-per-user", "2", "--q", "1e-10", "--sigma", "1",
+                "--steps", "1000", "--delta", "1e-5", "--curve")
+    assert out["value"] == 0 and all(p["epsilon"] == 0 for p in out["curve"])
+    out = _json(capsys, "--examples-per-user", "2", "--q", "1e-10", "--sigma", "2",
+                "--steps", "1", "--delta", "1e-12")
+    assert out["bounds"]["lower"] == 0 and float(out["bounds"]["upper"]) >= 3.8e-10

@@ -146,6 +146,8 @@ class _Pld:
         out = self._floored(fn, one, p, sigma / k * (1.0 - 4.0 * UNIT_ROUNDOFF), steps, arg,
                             kw)
         self.reduced.add((q, sigma))
+        if name.endswith("_bounds"):     # the lower end bounds the looser pair, not this one
+            out = (0.0 if name == "epsilon_bounds" else -math.inf, out[1])
         return out
 
     def _floored(self, fn, one: Scheme, rate, sigma, steps, arg, kw):
@@ -503,7 +505,12 @@ def _pld_curve(acc: _Pld, values: dict, tolerance: float) -> list[dict]:
     points = [e for e in _epoch_points(values["epochs"])
               if _steps_for(e, q) < values["steps"]] + [values["epochs"]]
     steps = [_steps_for(e, q) for e in points[:-1]] + [values["steps"]]
-    rows = accountant.epsilon_curve(acc.pair(q, sigma), steps, log_d, tolerance)
+    from dpcalc.pld import PLDUncertifiable
+
+    try:
+        rows = accountant.epsilon_curve(acc.pair(q, sigma), steps, log_d, tolerance)
+    except PLDUncertifiable:   # point by point, with the shortcuts of _Pld (helper-51)
+        rows = [acc.epsilon(q, sigma, n, log_d)[1] for n in steps]
     return [{"epochs": e, "steps": n, "epsilon": up, "lower": lo}
             for e, n, (lo, up) in zip(points, steps, rows, strict=True)]
 
