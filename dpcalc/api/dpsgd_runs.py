@@ -130,10 +130,18 @@ class _Pld:
         """accountant.<name> on the scheme's pair; for K ≥ 2, on the dominating one-example
         pair where the grid cannot be placed (PLDUncertifiable otherwise)."""
         from dpcalc.accountants.dpsgd import PLD_Q_MIN
+        from dpcalc.api.dpsgd import SIGMA_EVAL_MAX
         from dpcalc.pld import PLDUncertifiable, accountant
 
         fn = getattr(accountant, name)
         k = self.scheme.k
+        if sigma > SIGMA_EVAL_MAX:
+            # as the default run: more noise is post-processing (every component of both
+            # sides gets the same independent N(0, σ² − σ_max²)), so the pair at σ_max
+            # bounds it; beyond, the grid lost its resolution (ε 6e-8 at σ 1e7 for 0 at
+            # 1e5, replace-one) and a σ solve galloped to 9e18 (h = 0: exit 2)
+            self.reduced.add(("clamp", SIGMA_EVAL_MAX))
+            sigma = SIGMA_EVAL_MAX
         if k == 1 and q < PLD_Q_MIN:
             return self._floored(fn, self.scheme, q, sigma, steps, arg, kw)
         try:
@@ -238,6 +246,11 @@ class _Pld:
             out.append("below a rate of 1e-12 the one-example pair's grid cannot resolve the "
                        "loss: bounded by the pair at rate 1e-12 (the loss grows with the "
                        "rate; sound, looser)")
+        from dpcalc.api.dpsgd import SIGMA_EVAL_MAX
+
+        if sigma is not None and sigma > SIGMA_EVAL_MAX:
+            out.append(f"σ above {SIGMA_EVAL_MAX:.0e} is evaluated at {SIGMA_EVAL_MAX:.0e}: "
+                       "more noise is never less private, so the bound is an upper bound")
         if ("participation", q, steps) in self.reduced:
             out.append("the PLD grid cannot certify this run: δ is bounded by the "
                        "probability 1 − (1 − q)^(K·steps) that the user's examples are "
@@ -417,12 +430,13 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
                                        math.log(seed), _aim(eps), -6.9, 13.8, slope,
                                        full=lambda x: acc.epsilon(q, math.exp(x), steps,
                                                                   log_d)[0])
-        from dpcalc.api.dpsgd import SIGMA_SOLVE_MIN
+        from dpcalc.api.dpsgd import SIGMA_EVAL_MAX, SIGMA_SOLVE_MIN
 
         # (the default run's floor: where every σ meets the target, e.g. a rate so small that
         # the examples are sampled with probability ≤ δ, the answer is that floor, said so)
         found = solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
-                              low=SIGMA_SOLVE_MIN, low_open=True, rtol=2e-5, guess=guess,
+                              low=SIGMA_SOLVE_MIN, low_open=True, high=SIGMA_EVAL_MAX,
+                              rtol=2e-5, guess=guess,
                               guess_rtol=accuracy)
         return printed_answer(found, NOISE,
                               lambda s: acc.holds(q, s, steps, eps, log_d)), None

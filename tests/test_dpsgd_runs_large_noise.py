@@ -1,0 +1,63 @@
+"""The other sampling schemes at noise beyond σ = 1e6 (SIGMA_EVAL_MAX), as the default run.
+
+Before: their accounting took any σ as given. Past 1e6 the grid loses its resolution (ε
+6.2e-8 at σ 1e7 for replace-one, where σ 1e5 certifies 0), and a σ solve whose secant met
+an upper bound of 0 galloped up to σ 9e18, where the grid step is 0: `--relation
+replace-one --q 0.5 --steps 1 --delta 1e-5 --epsilon 1e-9` exited 2 (ZeroDivisionError),
+the same with `--examples-per-user 3` exited 3 (ValueError), and an infeasible target
+said "the PLD grid cannot certify this run".  Now σ above 1e6 is evaluated at 1e6 (more
+noise is post-processing: every component of both sides gets the same independent extra
+N(0, σ² − 10¹²)), said in a note, and a σ solve searches up to 1e6.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dpcalc.api.dpsgd_runs import Scheme, _Pld
+from tests.cli_helpers import run
+
+SCHEMES = [["--relation", "replace-one"], ["--examples-per-user", "3"],
+           ["--sampling", "fixed-batch"]]
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=str)
+def test_noise_above_the_evaluated_maximum_is_evaluated_there(capsys, scheme):
+    r = run(capsys, "dpsgd", *scheme, "--q", "0.5", "--steps", "1", "--delta", "1e-5",
+            "--sigma", "1e7", "--json")
+    assert r.code == 0, r.err
+    at_max = run(capsys, "dpsgd", *scheme, "--q", "0.5", "--steps", "1", "--delta", "1e-5",
+                 "--sigma", "1e6", "--json")
+    assert r.json["value"] == at_max.json["value"] == 0.0
+    assert any("evaluated at 1e+06" in n for n in r.json["notes"])
+    assert not any("evaluated at 1e+06" in n for n in at_max.json.get("notes", []))
+
+
+@pytest.mark.parametrize("relation,k", [("replace-one", 1), ("add-remove", 3)])
+def test_epsilon_never_grows_with_the_noise(relation, k):
+    acc = _Pld(Scheme("poisson", relation, k), 1e-3)
+    got = [acc.epsilon(0.5, s, 1, math.log(1e-5))[0] for s in (3e4, 1e5, 1e6, 1e7, 1e12)]
+    assert all(b <= a for a, b in zip(got, got[1:], strict=False)), got
+
+
+@pytest.mark.parametrize("scheme", SCHEMES[::2], ids=str)
+def test_an_infeasible_noise_target_says_how_far_it_looked(capsys, scheme):
+    # ε 1e-9 at δ 1e-12 needs σ ~ 1e9 (δ(0) ≈ q/(σ√(2π)) for a small shift 1/σ)
+    r = run(capsys, "dpsgd", *scheme, "--q", "0.5", "--steps", "1", "--delta", "1e-12",
+            "--epsilon", "1e-9", "--value")
+    assert r.code == 1
+    assert "no σ up to 1e+06 meets the target" in r.err
+
+
+def test_a_noise_solve_whose_bound_reaches_zero_answers(capsys):
+    r = run(capsys, "dpsgd", "--relation", "replace-one", "--q", "0.5", "--steps", "1",
+            "--delta", "1e-5", "--epsilon", "1e-9", "--value")
+    assert r.code == 0, r.err
+    sigma = float(r.out)
+    # δ(0) of replace-one at q 0.5 and a shift 2/σ: about q·2/(σ√(2π)) ≤ 1e-5 near 4e4
+    assert 3e4 < sigma < 6e4
+    acc = _Pld(Scheme("poisson", "replace-one", 1), 1e-3)
+    assert acc.epsilon(0.5, sigma, 1, math.log(1e-5))[0] <= 1e-9
+    assert acc.epsilon(0.5, sigma * (1 - 1e-4), 1, math.log(1e-5))[0] > 1e-9
