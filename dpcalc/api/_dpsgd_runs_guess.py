@@ -20,7 +20,8 @@ _STOP = 2e-5
 
 def secant_guess(bound: Callable[[float], float], x0: float, epsilon: float, lo: float,
                  hi: float, slope: float, iterations: int = 10,
-                 full: Callable[[float], float] | None = None) -> tuple[float | None, float]:
+                 full: Callable[[float], float] | None = None,
+                 inside: float = 0.0) -> tuple[float | None, float]:
     """(guess, accuracy) of the unknown whose log x makes ``bound(x)`` (a certified upper
     bound on ε, +inf or NaN where there is none) meet ``epsilon``: a Newton step on
     ``slope`` (a guess of d log ε / dx) from x0, then a secant on x ↦ log(bound / ε), every
@@ -34,7 +35,13 @@ def secant_guess(bound: Callable[[float], float], x0: float, epsilon: float, lo:
     cheap bound can lie 3 % above it (K = 3, q 1.07e-4: the steps secant landed 6 % short,
     and the integer search stepped out one full evaluation at a time: helper-49).  It costs
     one full evaluation, so only the steps search, which gallops out from its guess one
-    count at first, asks for it."""
+    count at first, asks for it.
+
+    ``inside``: how far (relative, in ε) ``epsilon`` lies inside the solve's own target
+    (see dpsgd_runs._aim): the accuracy is at least twice that distance over the last
+    chord's slope, so that the solver's first probe beyond a guess met on the aimed bound
+    lies past the target's root.  At 1e-7 the solver galloped out 1e-7, 5e-7, 2.1e-6 from
+    the guess, two passing probes before a failing one (σ, MNIST, replace-one)."""
     def f(x: float, of=bound) -> float:
         value = of(x)
         if not 0.0 < value < math.inf:
@@ -58,6 +65,8 @@ def secant_guess(bound: Callable[[float], float], x0: float, epsilon: float, lo:
                 accuracy = max(2.0 * abs(step), 1e-7)
                 if full is not None and chord * slope > 0.0:
                     x1, accuracy = _full_root(f, full, x1, chord, accuracy, lo, hi)
+                if inside > 0.0 and chord != 0.0:
+                    accuracy = max(accuracy, min(2.0 * inside / abs(chord), 0.01))
                 return math.exp(x1), accuracy
         return math.exp(x1), 0.01
     except (ArithmeticError, ValueError, DpcalcError):
@@ -150,6 +159,32 @@ def clt_seed(scheme, unknown: str, q, sigma, steps, epsilon: float, log_delta: f
         return value if math.isfinite(value) and value > 0 else None
     except (ArithmeticError, ValueError):
         return None
+
+
+def readback(x: float, param) -> float:
+    """The nearest float to ``x`` on the private side of a solved value (``param.safer``)
+    whose printed form (repr) reads back as itself (``param.parse`` rounds an inexact
+    decimal to the private side of an input); ``x`` itself when none is within 16 ulps
+    (runs of 4 and more ulps whose repr lies on the wrong side occur).  A
+    solve that probes only such points (``snapped``) answers a value that prints as the
+    point it certified: printed_answer then needs no evaluation of its own."""
+    towards = math.inf if param.safer == "larger" else -math.inf
+    y = x
+    for _ in range(16):
+        try:
+            if param.parse(repr(y)) == y:
+                return y
+        except DpcalcError:      # (outside the parameter's domain: x as it is)
+            return x
+        y = math.nextafter(y, towards)
+    return x
+
+
+def snapped(param, holds: Callable[[float], bool]) -> Callable[[float], bool]:
+    """``holds`` at readback(x): monotone where ``holds`` is (readback is nondecreasing: it
+    takes the first float reading back within 16 ulps on the private side, else x), so the
+    solver's answer x has holds(readback(x)) true; report readback(x)."""
+    return lambda x: holds(readback(x, param))
 
 
 def printed_answer(value: float, param, holds: Callable[[float], bool]) -> float:

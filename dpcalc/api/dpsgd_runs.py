@@ -222,6 +222,8 @@ class _Pld:
 
             if self.log_participation(q, steps) <= log_delta:
                 return True
+            if self._likely_fails(q, sigma, steps, epsilon, log_delta):
+                return self.epsilon(q, sigma, steps, log_delta)[0] <= epsilon
             try:
                 quick = self._engine("epsilon_upper", q, sigma, steps, log_delta,
                                      stop_above=epsilon)
@@ -230,6 +232,17 @@ class _Pld:
             if quick <= epsilon:
                 return True
         return self.epsilon(q, sigma, steps, log_delta)[0] <= epsilon
+
+    def _likely_fails(self, q, sigma, steps, epsilon, log_delta) -> bool:
+        """A point at least as costly (q and steps no smaller, σ no larger) as one whose full
+        bound passed within 1e-4 of the target (a solver certifying its root): the cheap
+        bound would most likely not decide it, so the full one is asked at once (as the
+        default run's Accountant._likely_fails).  Only a matter of cost."""
+        for key, (value, _) in self._seen.items():
+            if key[0] == "e" and key[4] == log_delta and key[1] <= q and key[2] >= sigma \
+                    and key[3] <= steps and epsilon * (1.0 - 1e-4) <= value <= epsilon:
+                return True
+        return False
 
     def notes(self, q, sigma, steps, log_delta) -> list[str]:
         """What the answer at these values rests on, beside the scheme's own PLD."""
@@ -414,7 +427,13 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
     if unknown == "delta":
         lv, lb = acc.log_delta(q, sigma, steps_of(values, q), eps)
         return min(exp_up(lv), 1.0), (exp_down(lb[0]), min(exp_up(lb[1]), 1.0))
-    from dpcalc.api._dpsgd_runs_guess import clt_seed, printed_answer, secant_guess
+    from dpcalc.api._dpsgd_runs_guess import (
+        clt_seed,
+        printed_answer,
+        readback,
+        secant_guess,
+        snapped,
+    )
     from dpcalc.relations import dpsgd as rel
 
     scheme = acc.scheme
@@ -426,20 +445,26 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         seed = (clt_seed(scheme, "sigma", q, None, steps, eps, log_d)
                 or _seed(rel.clt_sigma_guess, q, steps, eps, log_d) or 1.0)
         slope = _seed(_clt_slope, q, steps, eps, log_d) or -1.5
-        guess, accuracy = secant_guess(lambda x: acc.upper(q, math.exp(x), steps, log_d),
+        # every probe at a σ that prints as itself (snapped): the answer needs no read-back
+        # evaluation of its own (printed_answer), and the secant's points are the solver's
+        def sig(x):
+            return readback(math.exp(x), NOISE)
+
+        guess, accuracy = secant_guess(lambda x: acc.upper(q, sig(x), steps, log_d),
                                        math.log(seed), _aim(eps), -6.9, 13.8, slope,
-                                       full=lambda x: acc.epsilon(q, math.exp(x), steps,
-                                                                  log_d)[0])
+                                       full=lambda x: acc.epsilon(q, sig(x), steps, log_d)[0],
+                                       inside=_AIM)
         from dpcalc.api.dpsgd import SIGMA_EVAL_MAX, SIGMA_SOLVE_MIN
+
+        def ok_s(s: float) -> bool:
+            return acc.holds(q, s, steps, eps, log_d)
 
         # (the default run's floor: where every σ meets the target, e.g. a rate so small that
         # the examples are sampled with probability ≤ δ, the answer is that floor, said so)
-        found = solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
-                              low=SIGMA_SOLVE_MIN, low_open=True, high=SIGMA_EVAL_MAX,
-                              rtol=2e-5, guess=guess,
+        found = solve_unknown(NOISE, snapped(NOISE, ok_s), low=SIGMA_SOLVE_MIN, low_open=True,
+                              high=SIGMA_EVAL_MAX, rtol=2e-5, guess=guess,
                               guess_rtol=accuracy)
-        return printed_answer(found, NOISE,
-                              lambda s: acc.holds(q, s, steps, eps, log_d)), None
+        return printed_answer(readback(found, NOISE), NOISE, ok_s), None
     if unknown in ("steps", "epochs"):
         seed = (clt_seed(scheme, "steps", q, sigma, None, eps, log_d)
                 or _seed(rel.clt_steps_guess, q, sigma, eps, log_d))
@@ -471,17 +496,24 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         seed = (clt_seed(scheme, "q", None, sigma, values["steps"], eps, log_d)
                 or _seed(rel.clt_q_guess, sigma, eps, log_d, values["steps"]))
         if seed is not None and 0.0 < seed < 1.0:
+            def rate(x):
+                return readback(math.exp(x), Q)
+
             guess, accuracy = secant_guess(
-                lambda x: acc.upper(math.exp(x), sigma, values["steps"], log_d),
+                lambda x: acc.upper(rate(x), sigma, values["steps"], log_d),
                 math.log(seed), _aim(eps), -745.0, 0.0, 1.0,
-                full=lambda x: acc.epsilon(math.exp(x), sigma, values["steps"], log_d)[0])
+                full=lambda x: acc.epsilon(rate(x), sigma, values["steps"], log_d)[0],
+                inside=_AIM)
     # 2e-5 on q, as the Poisson add/remove run's solve (the PLD bound is only 1e-3 tight; at
     # 1e-6 the bisection took three more full evaluations, 0.4 s at q 0.02, K = 2)
     def ok_q(r: float) -> bool:
         return acc.holds(r, sigma, steps_of(values, r), eps, log_d)
 
-    found = solve_unknown(Q, ok_q, rtol=2e-5, guess=guess, guess_rtol=accuracy)
-    return printed_answer(found, Q, ok_q), None
+    found = solve_unknown(Q, snapped(Q, ok_q), rtol=2e-5, guess=guess, guess_rtol=accuracy)
+    return printed_answer(readback(found, Q), Q, ok_q), None
+
+
+_AIM = 1e-6   # how far inside the target (relative) the σ and q secants aim (_aim)
 
 
 def _aim(epsilon: float) -> float:
@@ -491,7 +523,7 @@ def _aim(epsilon: float) -> float:
     neighbour failing on that jitter, and printed_answer then paid two to four full
     evaluations to step past it (σ at MNIST, fixed batches, 60 epochs). The answer moves by
     ~1e-6, inside the solves' accuracy (2e-5)."""
-    return epsilon * (1.0 - 1e-6)
+    return epsilon * (1.0 - _AIM)
 
 
 def _seed(estimate, *args):
