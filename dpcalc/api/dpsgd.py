@@ -371,6 +371,9 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     if curve_others and (target is not None or not scheme.is_default):
         raise UsageError("--curve-accountants is available for --sampling poisson with "
                          "add-remove neighbours and one example per user, without --tpr")
+    if solve_for in ("steps", "epochs") and (epochs is not None or steps is not None):
+        raise UsageError(f"--solve-for {solve_for} conflicts with --epochs/--steps, which "
+                         "was given")
     if target is not None:
         from dpcalc.api._risk_dpsgd import dpsgd_for_tpr
 
@@ -403,9 +406,6 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     q = resolve_rate(q, batch_size, dataset_size, "--batch-size", "--dataset-size")
     if epochs is not None and steps is not None:
         raise UsageError("--epochs conflicts with --steps; give one (steps = ⌈epochs/q⌉)")
-    if solve_for in ("steps", "epochs") and (epochs is not None or steps is not None):
-        raise UsageError(f"--solve-for {solve_for} conflicts with --epochs/--steps, which "
-                         "was given")
     count = STEPS if steps is not None or solve_for == "steps" else EPOCHS
     values, unknown = leave_one_out(
         {"q": q, "sigma": sigma, count.name: epochs if count is EPOCHS else steps,
