@@ -61,3 +61,34 @@ def test_a_noise_solve_whose_bound_reaches_zero_answers(capsys):
     acc = _Pld(Scheme("poisson", "replace-one", 1), 1e-3)
     assert acc.epsilon(0.5, sigma, 1, math.log(1e-5))[0] <= 1e-9
     assert acc.epsilon(0.5, sigma * (1 - 1e-4), 1, math.log(1e-5))[0] > 1e-9
+
+
+@pytest.mark.parametrize("args", [
+    ["--examples-per-user", "50", "--q", "0.5", "--sigma", "0.8", "--steps", "1000000",
+     "--delta", "1e-10"],
+    ["--relation", "replace-one", "--examples-per-user", "20", "--q", "0.5", "--sigma", "0.5",
+     "--steps", "10000000", "--delta", "1e-10"],
+    ["--sampling", "fixed-batch", "--q", "0.9", "--sigma", "0.3", "--steps", "10000000000",
+     "--delta", "1e-300"],
+], ids=["K50", "replace-one-K20", "fixed-batch"])
+def test_a_lower_end_past_the_double_range_leaves_the_certified_upper_end(capsys, args):
+    # helper-52: the optimistic sides' coarsening overflowed (grid step ~240: expm1(3h)),
+    # exit 2 on a valid question; the pessimistic first pass alone certifies the upper end
+    r = run(capsys, "dpsgd", *args, "--json")
+    assert r.code == 0, r.err
+    assert r.json["bounds"]["lower"] == 0.0
+    assert 0 < r.json["value"] == r.json["bounds"]["upper"] < math.inf
+    assert any("lower end left the double range" in n for n in r.json["notes"])
+    # ε grows with q: at most the bound at a smaller rate is not a check; at least it is
+    smaller = list(args)
+    smaller[smaller.index("--q") + 1] = "0.3"
+    less = run(capsys, "dpsgd", *smaller, "--json")
+    assert less.code == 0, less.err
+    assert r.json["value"] >= less.json["bounds"]["lower"]
+
+
+def test_a_grid_past_the_double_range_is_uncertified_not_out_of_range(capsys):
+    r = run(capsys, "dpsgd", "--examples-per-user", "2", "--q", "0.5", "--sigma", "0.003",
+            "--steps", "10", "--delta", "1e-5", "--value")
+    assert r.code == 1
+    assert "the PLD grid cannot certify this run" in r.err

@@ -38,7 +38,7 @@ def secant_guess(bound: Callable[[float], float], x0: float, epsilon: float, lo:
     count at first, asks for it.
 
     ``inside``: how far (relative, in ε) ``epsilon`` lies inside the solve's own target
-    (see dpsgd_runs._aim): the accuracy is at least twice that distance over the last
+    (see aim): the accuracy is at least twice that distance over the last
     chord's slope, so that the solver's first probe beyond a guess met on the aimed bound
     lies past the target's root.  At 1e-7 the solver galloped out 1e-7, 5e-7, 2.1e-6 from
     the guess, two passing probes before a failing one (σ, MNIST, replace-one)."""
@@ -97,6 +97,28 @@ def _full_root(f, full, x: float, chord: float, accuracy: float, lo: float, hi: 
     # (a secant from a Newton point is far inside its own step: 1e-8 after a step of 6e-5
     # there; half the step keeps the solver's first probe beyond the guess a bracket)
     return min(max(x1 + step, lo), hi), max(0.5 * abs(step), 1e-7)
+
+
+AIM = 1e-6   # how far inside the target (relative) the σ and q secants aim (aim)
+
+
+def aim(epsilon: float) -> float:
+    """The ε a σ or q secant aims at: 1e-6 (relative) inside the target, above the PLD
+    bound's jitter between neighbouring values (its grid follows σ and q: ~1e-9 at K = 2,
+    up to 4e-7 with fixed batches). A root met exactly left the printed answer's read-back
+    neighbour failing on that jitter, and printed_answer then paid two to four full
+    evaluations to step past it (σ at MNIST, fixed batches, 60 epochs). The answer moves by
+    ~1e-6, inside the solves' accuracy (2e-5)."""
+    return epsilon * (1.0 - AIM)
+
+
+def estimate(fn, *args):
+    """A CLT estimate for a secant's start, or None where it leaves the double range
+    (q 1e-170: q² underflowed to a ZeroDivisionError; helper-49)."""
+    try:
+        return fn(*args)
+    except (ArithmeticError, ValueError):
+        return None
 
 
 def chi2(scheme, q: float, sigma: float) -> float:

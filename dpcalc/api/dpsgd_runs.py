@@ -184,8 +184,26 @@ class _Pld:
                 lo, up = self._engine("epsilon_bounds", q, sigma, steps, log_delta)
             except PLDUncertifiable as exc:
                 raise InfeasibleError(f"the PLD grid cannot certify this run ({exc})") from None
+            except (ArithmeticError, ValueError):
+                # the optimistic sides' coarsening can leave the double range first (K = 50,
+                # q 0.5, σ 0.8, 10⁶ steps: a grid step of 240, expm1(3h) overflowed: exit 2;
+                # helper-52): the pessimistic first pass alone is a certified upper end
+                lo, up = 0.0, self._upper_only(q, sigma, steps, log_delta)
             self._seen[key] = (up, (lo, up))
         return self._seen[key]
+
+    def _upper_only(self, q, sigma, steps, log_delta) -> float:
+        from dpcalc.pld import PLDUncertifiable
+
+        try:
+            up = self._engine("epsilon_upper", q, sigma, steps, log_delta)
+        except (PLDUncertifiable, ArithmeticError, ValueError):
+            up = math.inf
+        if not up < math.inf:
+            raise InfeasibleError("the PLD grid cannot certify this run (its grid leaves the "
+                                  "double range)")
+        self.reduced.add(("upper only", q, sigma, steps))
+        return up
 
     def log_delta(self, q, sigma, steps, epsilon):
         from dpcalc.pld import PLDUncertifiable
@@ -193,7 +211,7 @@ class _Pld:
         part = self.log_participation(q, steps)
         try:
             lo, up = self._engine("log_delta_bounds", q, sigma, steps, epsilon)
-        except PLDUncertifiable as exc:
+        except (PLDUncertifiable, ArithmeticError, ValueError) as exc:
             if part < 0.0:
                 self.reduced.add(("participation", q, steps))
                 return part, (-math.inf, part)
@@ -223,15 +241,21 @@ class _Pld:
             if self.log_participation(q, steps) <= log_delta:
                 return True
             if self._likely_fails(q, sigma, steps, epsilon, log_delta):
-                return self.epsilon(q, sigma, steps, log_delta)[0] <= epsilon
+                return self._certified(q, sigma, steps, epsilon, log_delta)
             try:
                 quick = self._engine("epsilon_upper", q, sigma, steps, log_delta,
                                      stop_above=epsilon)
-            except PLDUncertifiable:
+            except (PLDUncertifiable, ArithmeticError, ValueError):
                 quick = math.inf
             if quick <= epsilon:
                 return True
-        return self.epsilon(q, sigma, steps, log_delta)[0] <= epsilon
+        return self._certified(q, sigma, steps, epsilon, log_delta)
+
+    def _certified(self, q, sigma, steps, epsilon, log_delta) -> bool:
+        try:
+            return self.epsilon(q, sigma, steps, log_delta)[0] <= epsilon
+        except InfeasibleError:
+            return False        # not certified: failing, as the solver treats it
 
     def _likely_fails(self, q, sigma, steps, epsilon, log_delta) -> bool:
         """A point at least as costly (q and steps no smaller, σ no larger) as one whose full
@@ -264,6 +288,9 @@ class _Pld:
         if sigma is not None and sigma > SIGMA_EVAL_MAX:
             out.append(f"σ above {SIGMA_EVAL_MAX:.0e} is evaluated at {SIGMA_EVAL_MAX:.0e}: "
                        "more noise is never less private, so the bound is an upper bound")
+        if ("upper only", q, sigma, steps) in self.reduced:
+            out.append("the PLD's lower end left the double range here: it is reported as 0 "
+                       "(the upper end is certified)")
         if ("participation", q, steps) in self.reduced:
             out.append("the PLD grid cannot certify this run: δ is bounded by the "
                        "probability 1 − (1 − q)^(K·steps) that the user's examples are "
@@ -428,7 +455,10 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         lv, lb = acc.log_delta(q, sigma, steps_of(values, q), eps)
         return min(exp_up(lv), 1.0), (exp_down(lb[0]), min(exp_up(lb[1]), 1.0))
     from dpcalc.api._dpsgd_runs_guess import (
+        AIM,
+        aim,
         clt_seed,
+        estimate,
         printed_answer,
         readback,
         secant_guess,
@@ -443,17 +473,17 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         from dpcalc.api._dpsgd_guess import _clt_slope
 
         seed = (clt_seed(scheme, "sigma", q, None, steps, eps, log_d)
-                or _seed(rel.clt_sigma_guess, q, steps, eps, log_d) or 1.0)
-        slope = _seed(_clt_slope, q, steps, eps, log_d) or -1.5
+                or estimate(rel.clt_sigma_guess, q, steps, eps, log_d) or 1.0)
+        slope = estimate(_clt_slope, q, steps, eps, log_d) or -1.5
         # every probe at a σ that prints as itself (snapped): the answer needs no read-back
         # evaluation of its own (printed_answer), and the secant's points are the solver's
         def sig(x):
             return readback(math.exp(x), NOISE)
 
         guess, accuracy = secant_guess(lambda x: acc.upper(q, sig(x), steps, log_d),
-                                       math.log(seed), _aim(eps), -6.9, 13.8, slope,
+                                       math.log(seed), aim(eps), -6.9, 13.8, slope,
                                        full=lambda x: acc.epsilon(q, sig(x), steps, log_d)[0],
-                                       inside=_AIM)
+                                       inside=AIM)
         from dpcalc.api.dpsgd import SIGMA_EVAL_MAX, SIGMA_SOLVE_MIN
 
         def ok_s(s: float) -> bool:
@@ -467,7 +497,7 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         return printed_answer(readback(found, NOISE), NOISE, ok_s), None
     if unknown in ("steps", "epochs"):
         seed = (clt_seed(scheme, "steps", q, sigma, None, eps, log_d)
-                or _seed(rel.clt_steps_guess, q, sigma, eps, log_d))
+                or estimate(rel.clt_steps_guess, q, sigma, eps, log_d))
         guess = None
         if seed is not None and 1.0 <= seed < 1e10:
             found, _ = secant_guess(
@@ -494,16 +524,16 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
     guess, accuracy = None, 0.5
     if "steps" in values:   # (with epochs the steps jump with q: the search from scratch)
         seed = (clt_seed(scheme, "q", None, sigma, values["steps"], eps, log_d)
-                or _seed(rel.clt_q_guess, sigma, eps, log_d, values["steps"]))
+                or estimate(rel.clt_q_guess, sigma, eps, log_d, values["steps"]))
         if seed is not None and 0.0 < seed < 1.0:
             def rate(x):
                 return readback(math.exp(x), Q)
 
             guess, accuracy = secant_guess(
                 lambda x: acc.upper(rate(x), sigma, values["steps"], log_d),
-                math.log(seed), _aim(eps), -745.0, 0.0, 1.0,
+                math.log(seed), aim(eps), -745.0, 0.0, 1.0,
                 full=lambda x: acc.epsilon(rate(x), sigma, values["steps"], log_d)[0],
-                inside=_AIM)
+                inside=AIM)
     # 2e-5 on q, as the Poisson add/remove run's solve (the PLD bound is only 1e-3 tight; at
     # 1e-6 the bisection took three more full evaluations, 0.4 s at q 0.02, K = 2)
     def ok_q(r: float) -> bool:
@@ -511,28 +541,6 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
 
     found = solve_unknown(Q, snapped(Q, ok_q), rtol=2e-5, guess=guess, guess_rtol=accuracy)
     return printed_answer(readback(found, Q), Q, ok_q), None
-
-
-_AIM = 1e-6   # how far inside the target (relative) the σ and q secants aim (_aim)
-
-
-def _aim(epsilon: float) -> float:
-    """The ε a σ or q secant aims at: 1e-6 (relative) inside the target, above the PLD
-    bound's jitter between neighbouring values (its grid follows σ and q: ~1e-9 at K = 2,
-    up to 4e-7 with fixed batches). A root met exactly left the printed answer's read-back
-    neighbour failing on that jitter, and printed_answer then paid two to four full
-    evaluations to step past it (σ at MNIST, fixed batches, 60 epochs). The answer moves by
-    ~1e-6, inside the solves' accuracy (2e-5)."""
-    return epsilon * (1.0 - _AIM)
-
-
-def _seed(estimate, *args):
-    """A CLT estimate for a secant's start, or None where it leaves the double range
-    (q 1e-170: q² underflowed to a ZeroDivisionError; helper-49)."""
-    try:
-        return estimate(*args)
-    except (ArithmeticError, ValueError):
-        return None
 
 
 def _epoch_points(epochs) -> list[int]:
