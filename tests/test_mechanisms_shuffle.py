@@ -109,6 +109,21 @@ def test_attack_lower_bound_below_upper_and_growing_with_epochs():
     assert prev > 1.0
 
 
+def test_attack_lower_bound_over_many_epochs_grows_and_merging_only_lowers_it():
+    # binary powers of the epoch pair (helper-52: one product per epoch took 19 s at 10⁴
+    # epochs; and merging the running product at every step scrambled its labels: ε_lower
+    # fell from 0.83 at 100 epochs to 0.79 at 1000, σ 1, 235 batches)
+    ld = math.log(1e-5)
+    got = [shuffle.AttackLowerBound(1.0, 235, e).epsilon_lower(ld) for e in (10, 100, 1000)]
+    assert got[0] < got[1] < got[2] <= shuffle.upper_epsilon(1.0, 1000, ld)
+    assert got[2] > 5.0                       # (0.79 before)
+    # a grouping of outcomes is a post-processing: merging (a short max_len) never raises δ
+    for eps in (0.5, 2.0):
+        exact = shuffle.AttackLowerBound(0.8, 5, 6, max_len=10**6).delta_lower(eps)
+        merged = shuffle.AttackLowerBound(0.8, 5, 6, max_len=500).delta_lower(eps)
+        assert 0 < merged <= exact
+
+
 def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="relation"):
         shuffle.upper_epsilon(1.0, 2, -10.0, "swap")

@@ -152,6 +152,21 @@ def _bin_masses(sigma: float, batches: int, s: float, edges: np.ndarray):
     return np.maximum(mass, 0.0), err
 
 
+def _product(a, b, max_len: int):
+    """The product pair of two grouped pairs (P over summed labels, Q likewise), P lowered
+    and Q raised by its rounding, and neighbouring labels merged down to max_len entries."""
+    out_p = np.convolve(a[0], b[0])      # direct: positive sums, error ≤ len·u relative
+    out_q = np.convolve(a[1], b[1])
+    slack = 1.0 + 2.0 * _U * (min(len(a[0]), len(b[0])) + 4)
+    out_p, out_q = out_p / slack, out_q * slack
+    while len(out_p) > max_len:         # merge neighbouring buckets (post-processing)
+        if len(out_p) % 2:
+            out_p, out_q = np.append(out_p, 0.0), np.append(out_q, 0.0)
+        out_p = out_p.reshape(-1, 2).sum(axis=1)
+        out_q = out_q.reshape(-1, 2).sum(axis=1)
+    return out_p, out_q
+
+
 class AttackLowerBound:
     """Certified lower bounds on δ(ε) and ε(δ) of E shuffled epochs, from [Chua24]'s attack.
 
@@ -204,20 +219,18 @@ class AttackLowerBound:
         # the sums above: positive terms, relative error ≤ (count)·u
         slack = 1.0 + 2.0 * _U * (len(p) + 4)
         bp, bq = bp / slack, bq * slack
-        out_p, out_q, width, offset = bp.copy(), bq.copy(), 1, base
-        for _ in range(self.epochs - 1):
-            out_p = np.convolve(out_p, bp)      # direct: positive sums, error ≤ len·u relative
-            out_q = np.convolve(out_q, bq)
-            slack = 1.0 + 2.0 * _U * (min(len(bp), len(out_p)) + 4)
-            out_p, out_q = out_p / slack, out_q * slack
-            while len(out_p) > max_len:         # merge neighbouring buckets (post-processing)
-                if len(out_p) % 2:
-                    out_p, out_q = np.append(out_p, 0.0), np.append(out_q, 0.0)
-                out_p = out_p.reshape(-1, 2).sum(axis=1)
-                out_q = out_q.reshape(-1, 2).sum(axis=1)
-                width *= 2
-        del width, offset
-        return out_p, out_q
+        # the E-fold product by binary powers (E − 1 products one epoch at a time took 19 s
+        # at 10⁴ epochs and ran past a minute at 10⁵: helper-52): a product of two grouped
+        # products is a grouping of the product of the epochs they hold, and any grouping
+        # of outcomes is a post-processing [DR14, Prop. 2.1], so δ_lower stays a lower bound
+        power, out, left = (bp, bq), None, self.epochs
+        while True:
+            if left & 1:
+                out = power if out is None else _product(out, power, max_len)
+            left >>= 1
+            if not left:
+                return out
+            power = _product(power, power, max_len)
 
     def delta_lower(self, epsilon: float) -> float:
         """Certified lower bound on δ(ε) (the larger over both orders of the instance).
