@@ -464,8 +464,7 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
     if curve:
         from dpcalc.api.dpsgd_curve import answer_curve
 
-        extra["curve"] = answer_curve(main, values, unknown.name == "epsilon", curve_others,
-                                      tol)
+        extra["curve"] = answer_curve(main, values, curve_others, tol)
     direction = "upper" if unknown.name in ("epsilon", "delta", "sigma") else "lower"
     result = Result(
         command="dpsgd", solved_for=unknown.name, value=value, parameters=parameters,

@@ -110,16 +110,16 @@ def curve_points(acc, values: dict) -> list[dict]:
             for e, s in zip(points, steps_list, strict=True)]
 
 
-def answer_curve(acc, values: dict, epsilon_asked: bool, others: tuple[str, ...],
-                 tolerance: float) -> list[dict]:
+def answer_curve(acc, values: dict, others: tuple[str, ...], tolerance: float) -> list[dict]:
     """The answer's curve (``curve_points``), with the other accountants' (``others``)."""
     points = curve_points(acc, values)
-    if epsilon_asked:
-        # the point at the run's own length: both are certified upper bounds, so the
-        # smaller one is too, and the curve then ends on the reported value
-        for point in points:
-            if point["steps"] == values["steps"]:
-                point["epsilon"] = min(point["epsilon"], values["epsilon"])
+    # the point at the run's own length: the answer certifies (ε, δ) there, whichever
+    # unknown was solved (a solved count by the passing count it lies below), and the
+    # curve's own bound is certified too, so the smaller is: the curve then ends on the
+    # answer's ε (a δ solve at ε 2 ended on 2.0012, its ε read back at the solved δ)
+    for point in points:
+        if point["steps"] == values["steps"]:
+            point["epsilon"] = min(point["epsilon"], values["epsilon"])
     if others:
         add_comparison_curves(points, others, values, tolerance)
     return points
