@@ -121,6 +121,11 @@ def _pld_log_delta(q, sigma, steps, epsilon, tolerance):
 
     _check_rate(q)
     lower, upper = pld_call(pld.log_delta_bounds, q, sigma, steps, epsilon, tolerance)
+    if upper >= 0.0 and lower < -math.log(2.0):
+        # a vacuous δ ≤ 1 certifies nothing where the bracket does not show δ near 1 either:
+        # the fallback's bound answers, said so (q 1e-8, 10¹⁰ steps, ε 0.0104: the PLD gave
+        # [0, 1], the RDP accountant 0.0072; the PLD's own ε at δ 5e-6 is 0.0104)
+        raise pld.PLDUncertifiable("its δ bound is vacuous here")
     return upper, (lower, upper)
 
 
