@@ -72,7 +72,8 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
     most T (σ smallest; epochs, steps, q largest), through the one solver.
 
     The predicate certifies δ(ε*) below the threshold that makes α e^{ε*} + δ(ε*) ≤ T, at the
-    ε* where the profile's bound is smallest for the CLT guess [DRS19, Prop 2.12].
+    ε* where the profile's bound is smallest for the CLT guess, among the ε where T is
+    reachable (_risk_pld.target) [DRS19, Prop 2.12].  A point the grid cannot certify fails.
     """
     from dpcalc.api.dpsgd import EPOCHS, NOISE, STEPS, TOLERANCE, steps_for
     from dpcalc.api.subsample import resolve_rate
@@ -96,7 +97,8 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
     guess = _gdp_guess(unknown.name, values, mu)
 
     def placed(guess_: float):
-        """The certified predicate with ε* placed by the profile at the guess."""
+        """The certified predicate with ε* placed by the profile at the guess (by G_μ's
+        tangent where the grid cannot certify that profile: _risk_pld.target)."""
         st = dict(values, **{unknown.name: guess_})
         if unknown.name == "epochs":
             st["steps"] = steps_for(max(guess_, values["q"]), values["q"])
@@ -110,16 +112,25 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         def holds(q_: float, sigma_: float, steps_: int) -> bool:
             return holds_items(run_items(q_, sigma_, steps_, scheme))
 
+        holds.at_best = holds_items.at_best
         return holds, tpr_at, st
 
-    holds, start_tpr, start = placed(guess)
+    holds, (start_lo, start_tpr), start = placed(guess)
     first = guess
-    if alpha < start_tpr < 1.0:
-        # correct the CLT guess by the ratio of the profile's μ to the CLT's at the start
+    if alpha < start_lo and start_tpr < 1.0 and rrel.gaussian_mu_for_tpr(
+            start_tpr, alpha) <= 2.0 * rrel.gaussian_mu_for_tpr(start_lo, alpha):
+        # correct the CLT guess by the ratio of the profile's μ to the CLT's at the start,
+        # when the start's bracket places that μ within a factor 2 (the replace-one start σ
+        # 8.4e4 for TPR 0.0100001 at FPR 0.01 read TPR ∈ [0.01000002, 0.01005]: the upper
+        # end, a grid point's α e^0.005, sent the guess to σ 4.2e7, where the grid fails)
         mu_eff = rrel.gaussian_mu_for_tpr(start_tpr, alpha)
         mu_start = _gdp_mu(start["q"], start["sigma"], start["steps"])
         if mu_eff > 0 and mu_start > 0:
             guess = _gdp_guess(unknown.name, values, mu * mu_start / mu_eff)
+    if guess != first and not holds.at_best:
+        # the start's best ε is out of T's reach (an under-noised start): place ε* at the
+        # corrected guess, nearer the answer, rather than at the start's reachable stand-in
+        holds = placed(guess)[0]
 
     def steps_of(v: dict, rate: float) -> int:
         return v["steps"] if "steps" in v else steps_for(v["epochs"], rate)
@@ -144,13 +155,21 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
                              rtol=1e-9, guess=guess if 0 < guess < 1 else None, guess_rtol=2e-3)
 
     try:
-        value = solve(holds)
-    except InfeasibleError:
-        if guess == first:
+        try:
+            value = solve(holds)
+        except InfeasibleError:
+            if guess == first:
+                raise
+            # ε* was placed from a start far from the answer (the CLT guess is for Poisson
+            # add/remove): place it again at the corrected guess, once; still certified
+            value = solve(placed(guess)[0])
+    except InfeasibleError as exc:
+        if name != "sigma":
             raise
-        # ε* was placed from a start far from the answer (the CLT guess is for Poisson
-        # add/remove): place it again at the corrected guess, once; still certified
-        value = solve(placed(guess)[0])
+        # T > α: enough noise meets it (TPR → α), so what failed is the certificate
+        raise InfeasibleError(f"{exc} as far as the PLD grid can certify (more noise meets "
+                              "any TPR above the FPR, but the grid's bound on the run's "
+                              "profile loosens at very large σ)") from None
     for k in range(6 if name in ("sigma", "q") else 0):
         # ε* placed at the answer itself: the profile there has its own best ε*, whose
         # predicate admits a better answer when the answer's TPR bound is well below the
@@ -158,7 +177,7 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
         # minimum is 0.2364; helper-32); then again until the answer moves by < 1e-4.
         # Every predicate is certified; the better answer is kept.  (Not for counts: a
         # whole number of steps leaves slack below the target anyway)
-        holds_here, tpr_here, _ = placed(value)
+        holds_here, (_, tpr_here), _ = placed(value)
         if k == 0 and alpha < tpr_here < 1.0 and rrel.gaussian_mu_for_tpr(
                 tpr_here, alpha) >= mu * (1.0 - 0.05):
             break                 # within 5 % of the target in μ: little to gain

@@ -72,6 +72,14 @@ def _profile(items, tolerance: float, fprs, mu: float):
     for a in fprs:
         c = min(eps_max, focus(mu, a))
         points |= set(np.round(np.arange(max(0.0, c - 0.4), min(eps_max, c + 0.4), 0.005), 12))
+        if mu < 0.04:
+            # and at μ/8 where that is finer (G_μ's δ(ε) moves on the scale of μ: δ(ε) =
+            # Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) [DRS19, Cor 2.13]): at μ 0.0037 the optimum ε
+            # 0.0087 lay between 0.005 and 0.01, where TPR 0.0101 at FPR 0.01 is out of reach
+            # (α e^ε > T), and the TPR solves answered σ 109 for 84.7 (TPR 0.0100001: 1.28e6
+            # for 8.43e4)
+            fine = c + (mu / 8.0) * np.arange(-40, 41)
+            points |= {float(e) for e in fine if 0.0 <= e <= eps_max}
     grid = np.array(sorted(points))
     mid = sorted(fprs)[len(fprs) // 2]
     # refine while δ's bracket is too wide where δ matters: δ below min FPR/20 moves a TPR
@@ -149,28 +157,68 @@ def risk_of(items, tolerance: float, fprs, point: tuple | None,
 
 
 def target(items, tolerance: float, alpha: float, tpr: float):
-    """A monotone certified predicate ``holds(items)`` for "TPR at α ≤ T", and the TPR upper
-    bound of the given (starting) items (to correct a starting guess).
+    """A monotone certified predicate ``holds(items)`` for "TPR at α ≤ T", and the TPR
+    bracket (lower, upper) of the given (starting) items (to correct a starting guess).
 
     The profile of the starting items locates the ε* where the bound α e^ε + δ(ε) (or its
-    mirrored form 1 − e^{−ε}(1 − α − δ(ε))) is smallest; the predicate then certifies
+    mirrored form 1 − e^{−ε}(1 − α − δ(ε))) is smallest.  T must be reachable there: α e^ε
+    < T (mirrored: e^ε(1 − T) < 1 − α), else the threshold on δ(ε*) is ≤ 0 and no noise
+    passes (TPR 0.0101 at FPR 0.01: an under-noised start's best grid point ε 0.01 has
+    α e^ε = 0.0101005, and every σ failed).  When it is not, ε* is the reachable ε whose δ
+    must shrink by the smallest factor (room/δ largest; ε = 0 is reachable whenever T > α,
+    δ(0) being the total variation, which more noise drives to 0), and ``holds.at_best``
+    is False (a caller with a better start may place ε* again).  The predicate then certifies
     δ(ε*) ≤ threshold with the PLD engine's fast decision (accountant.certify_epsilon).
     Each True is a certified TPR bound ≤ T [DRS19, Prop 2.12 at one ε]; a fixed ε* only
     makes the answer a little conservative, never optimistic.  Monotone in every parameter
-    whose growth adds privacy loss (δ(ε*) grows with it).
+    whose growth adds privacy loss (δ(ε*) grows with it).  A point the PLD grid cannot
+    certify (or evaluate) fails: never an answer, never an abort; a start whose profile it
+    cannot certify places ε* where G_μ with TPR T at α touches its tangent (as ``focus``;
+    reachable, as α e^{ε*} + δ_μ(ε*) = T with δ_μ(ε*) > 0), with the bracket [α, 1].
     """
     import numpy as np
 
-    from dpcalc.pld import accountant
+    from dpcalc.pld import PLDUncertifiable, accountant
+    from dpcalc.relations import risk as rel
 
-    grid, _, dup = profile(items, tolerance, [alpha])
-    pos = alpha * np.exp(grid) + dup
-    neg = 1.0 - np.exp(-grid) * (1.0 - alpha - dup)
-    i_pos, i_neg = int(np.argmin(pos)), int(np.argmin(neg))
-    mirrored = neg[i_neg] < pos[i_pos]
-    eps = float(grid[i_neg] if mirrored else grid[i_pos])
+    reachable, at_best = alpha < tpr, False
+    try:
+        grid, dlo, dup = profile(items, tolerance, [alpha])
+    except (PLDUncertifiable, ArithmeticError, ValueError, RuntimeWarning):
+        mu = rel.gaussian_mu_for_tpr(tpr, alpha) if alpha < tpr < 1.0 else 0.0
+        z = rel.gaussian_mu_for_tpr(1.0 - alpha, 0.5)         # Φ⁻¹(1 − α)
+        eps = min(max(0.0, mu * (z - mu / 2.0)), math.log(tpr / alpha) / 2.0) if mu > 0 else 0.0
+        mirrored, bracket = False, (alpha, 1.0)
+    else:
+        with np.errstate(over="ignore"):
+            growth = np.exp(grid)
+        pos = alpha * growth + dup
+        neg = 1.0 - (1.0 - alpha - dup) / growth
+        i_pos, i_neg = int(np.argmin(pos)), int(np.argmin(neg))
+        mirrored = neg[i_neg] < pos[i_pos]
+        # the room T leaves δ at each ε (with a margin over the threshold's rounding, below)
+        room = np.where(mirrored, (1.0 - alpha) - growth * (1.0 - tpr) * (1.0 + 1e-9),
+                        tpr - alpha * growth * (1.0 + 1e-9))
+        i = i_neg if mirrored else i_pos
+        at_best = bool(room[i] > 0.0)
+        if not at_best:
+            # an under-noised start's best ε is out of T's reach: the reachable ε (either
+            # form) whose δ must shrink by the smallest factor, log room − log δ largest
+            rooms = ((1.0 - alpha) - growth * (1.0 - tpr) * (1.0 + 1e-9),
+                     tpr - alpha * growth * (1.0 + 1e-9))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gains = [np.where(r > 0.0, np.log(np.where(r > 0.0, r, 1.0)) - np.log(dup),
+                                  -np.inf) for r in rooms]
+            i_neg, i_pos = (int(np.argmax(g)) for g in gains)
+            mirrored = gains[0][i_neg] > gains[1][i_pos]
+            i = i_neg if mirrored else i_pos
+            reachable = reachable and max(gains[0][i_neg], gains[1][i_pos]) > -math.inf
+        eps = float(grid[i])
+        bracket = rel.profile_tpr(alpha, grid, dlo, dup)
     slack = 1.0 - 1e-12  # the threshold is rounded down generously (a few float operations)
-    if mirrored:
+    if not reachable:
+        thr = 0.0                   # T ≤ α: the coin-flip test reaches TPR = FPR
+    elif mirrored:
         # 1 − e^{−ε}(1 − α − δ) ≤ T  ⟺  δ ≤ 1 − α − e^{ε}(1 − T)
         thr = (1.0 - alpha - math.exp(eps) * (1.0 - tpr) * (1.0 + 1e-12)) * slack
     else:
@@ -179,6 +227,14 @@ def target(items, tolerance: float, alpha: float, tpr: float):
     def holds(items_) -> bool:
         if thr <= 0.0:
             return False
-        return accountant.certify_epsilon(items_, math.log(thr), eps) is True
+        try:
+            return accountant.certify_epsilon(items_, math.log(thr), eps) is True
+        except (PLDUncertifiable, ArithmeticError, ValueError, RuntimeWarning):
+            # not certified: fails, as an undecided point does (past its range the engine
+            # cannot place a grid at all: σ 1e20 raised a math domain error, replace-one a
+            # division by zero, fixed batches an overflow warning (an error in the CLI),
+            # where a σ solve with no upper end gallops)
+            return False
 
-    return holds, float(min(1.0, pos[i_pos], neg[i_neg]))
+    holds.at_best = at_best        # ε* is the start's own best ε (not a reachable stand-in)
+    return holds, bracket
