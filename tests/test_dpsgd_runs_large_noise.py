@@ -92,3 +92,24 @@ def test_a_grid_past_the_double_range_is_uncertified_not_out_of_range(capsys):
             "--steps", "10", "--delta", "1e-5", "--value")
     assert r.code == 1
     assert "the PLD grid cannot certify this run" in r.err
+
+
+def test_the_curve_evaluates_noise_as_the_answer_does(capsys):
+    # helper-54: the curve took the raw σ 1e7 while the answer was evaluated at 1e6
+    curves = []
+    for sigma in ("1e7", "1e6"):
+        r = run(capsys, "dpsgd", "--relation", "replace-one", "--q", "0.5", "--sigma", sigma,
+                "--steps", "2000", "--delta", "1e-5", "--curve", "--json")
+        assert r.code == 0, r.err
+        curves.append([(p["steps"], p["epsilon"]) for p in r.json["curve"]])
+    assert curves[0] == curves[1]
+
+
+def test_only_pairs_built_from_probability_weights_take_the_expm1_numerator():
+    # (helper-54: the flag was inferred from |Σ w − 1| ≤ 1e-9 alone)
+    from dpcalc.mechanisms._mixture import MixturePair
+
+    w = [math.log(0.5), math.log(0.5)]
+    assert MixturePair(1e6, w, [0.0, 1.0], [0.0], [0.0])._excess[-1] is False
+    assert MixturePair(1e6, w, [0.0, 1.0], [0.0], [0.0],
+                       probability_weights=True)._excess[-1] is True

@@ -351,6 +351,7 @@ def _epoch_points(epochs) -> list[int]:
 
 def _pld_curve(acc: _Pld, values: dict, tolerance: float) -> list[dict]:
     """ε after each epoch, certified brackets from one incremental composition [KJH20]."""
+    from dpcalc.api.dpsgd import SIGMA_EVAL_MAX
     from dpcalc.pld import accountant
 
     q, sigma, log_d = values["q"], values["sigma"], log_of(values["delta"])
@@ -360,7 +361,9 @@ def _pld_curve(acc: _Pld, values: dict, tolerance: float) -> list[dict]:
     from dpcalc.pld import PLDUncertifiable
 
     try:
-        rows = accountant.epsilon_curve(acc.pair(q, sigma), steps, log_d, tolerance)
+        # (σ evaluated as the answer's is: at most SIGMA_EVAL_MAX, helper-54)
+        rows = accountant.epsilon_curve(acc.pair(q, min(sigma, SIGMA_EVAL_MAX)), steps, log_d,
+                                        tolerance)
     except PLDUncertifiable:   # point by point, with the shortcuts of _Pld (helper-51)
         rows = [acc.epsilon(q, sigma, n, log_d)[1] for n in steps]
     return [{"epochs": e, "steps": n, "epsilon": up, "lower": lo}

@@ -40,7 +40,7 @@ class MixturePair:
     """P = Σ a_i N(m_i, σ²) against Q = Σ b_k N(n_k, σ²), loss increasing in x."""
 
     def __init__(self, sigma: float, log_a, means_p, log_b, means_q, log_a_err=None,
-                 log_b_err=None):
+                 log_b_err=None, probability_weights: bool = False):
         self.sigma = float(sigma)
         self.log_a = np.asarray(log_a, dtype=float)
         self.mp = np.asarray(means_p, dtype=float)
@@ -49,6 +49,9 @@ class MixturePair:
         # bounds on |log w_computed − log w_exact| (default: weights from one log or log1p)
         self.err_a = _weight_err(self.log_a, log_a_err)
         self.err_b = _weight_err(self.log_b, log_b_err)
+        # the caller's word that both sides' exact weights sum to 1 (every pair built by the
+        # mechanisms: binomial weights, or one component of weight 1): _near_numerator
+        self.probability_weights = bool(probability_weights)
         if not self.sigma > 0:
             raise DomainError(f"sigma must be > 0, got {sigma!r}")
         self._excess = _excess_terms(self)
@@ -357,9 +360,10 @@ def _excess_terms(pair: MixturePair):
             err = abs(cv) * (beta[-1])
         c.append(cv)
         kappa.append(err)
-    # both sides probability mixtures (every pair built here: binomial weights, or one
-    # component of weight 1), so that Σ c_μ = 0 exactly (_near_numerator); checked loosely
-    mixtures = all(abs(math.fsum(np.exp(w).tolist()) - 1.0) <= 1e-9 for w in (la, lb))
+    # both sides probability mixtures, so that Σ c_μ = 0 exactly (_near_numerator): the
+    # constructor's word (probability_weights), checked loosely besides
+    mixtures = pair.probability_weights and all(
+        abs(math.fsum(np.exp(w).tolist()) - 1.0) <= 1e-9 for w in (la, lb))
     return (np.array(means), np.array(c), np.array(kappa), np.array(b), np.array(beta),
             mixtures)
 

@@ -80,7 +80,7 @@ class SymmetrisedPair:
         keep = np.isfinite(lw)
         means = np.array([0.0, 2.0])[keep]
         self.remove = MixturePair(sigma, lw[keep], means, [0.0], [0.0],
-                                  log_a_err=err[keep])   # R
+                                  log_a_err=err[keep], probability_weights=True)   # R
 
     def loss(self, x) -> np.ndarray:
         """L*(x) = sign(x − 1)·L_R(1 + |x − 1|), increasing and odd about x = 1."""

@@ -55,9 +55,11 @@ def pair(q: float, sigma: float, direction: str, k: int = 1) -> MixturePair:
     j = np.arange(int(k) + 1, dtype=float)[keep]
     lw, err = lw[keep], err[keep]
     if direction == "remove":
-        return MixturePair(sigma, lw, j, [0.0], [0.0], log_a_err=err)
+        return MixturePair(sigma, lw, j, [0.0], [0.0], log_a_err=err,
+                           probability_weights=True)
     if direction == "add":
-        return MixturePair(sigma, [0.0], [0.0], lw, -j, log_b_err=err)
+        return MixturePair(sigma, [0.0], [0.0], lw, -j, log_b_err=err,
+                           probability_weights=True)
     raise DomainError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
 
 

@@ -48,7 +48,8 @@ def pair(q: float, sigma: float, k: int = 1) -> MixturePair:
     keep = np.isfinite(lw)
     j = np.arange(int(k) + 1, dtype=float)[keep]
     lw, err = lw[keep], err[keep]
-    return MixturePair(sigma, lw, j, lw, -j, log_a_err=err, log_b_err=err)
+    return MixturePair(sigma, lw, j, lw, -j, log_a_err=err, log_b_err=err,
+                       probability_weights=True)
 
 
 def log_delta(q: float, sigma: float, epsilon: float, k: int = 1) -> float:
