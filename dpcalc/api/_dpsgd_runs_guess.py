@@ -220,16 +220,11 @@ def printed_answer(value: float, param, holds: Callable[[float], bool]) -> float
     the five neighbours that read back as themselves all failed).  Steps of 1e-10·4^k
     (relative, within the solve's accuracy); the answer itself (certified) where none
     serves."""
-    towards = math.inf if param.safer == "larger" else -math.inf
     sign = 1.0 if param.safer == "larger" else -1.0
     for k in range(8):
-        x = value if k == 0 else value * (1.0 + sign * 1e-10 * 4.0 ** k)
-        for _ in range(4):          # the nearest float on that side that reads back exactly
-            if param.parse(repr(x)) == x:
-                break
-            x = math.nextafter(x, towards)
-        else:
-            continue
+        x = readback(value if k == 0 else value * (1.0 + sign * 1e-10 * 4.0 ** k), param)
+        if param.parse(repr(x)) != x:
+            continue                # (none reads back within readback's reach)
         if x == value or holds(x) is True:
             return x
     return value

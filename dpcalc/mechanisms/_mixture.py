@@ -379,12 +379,12 @@ def _excess_loss(terms, x: np.ndarray, s2: float, with_error: bool = True):
     underflow within 1e-300 absolute), each sum within 2nu of its terms' magnitudes."""
     means, c, kappa, b, beta, mixtures = terms
     n = len(means)
-    near = num_near = err_near = None
-    if mixtures:
-        near, num_near, err_near = _near_numerator(terms, x, s2, with_error)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         mx = means[:, None] * x[None, :]
         t = (mx - 0.5 * means[:, None] ** 2) / s2
+        near = num_near = err_near = None
+        if mixtures:
+            near, num_near, err_near = _near_numerator(terms, mx, t, s2, with_error)
         m = np.max(t, axis=0)
         m = np.where(np.isfinite(m), m, 0.0)
         u = t - m[None, :]
@@ -418,7 +418,8 @@ def _excess_loss(terms, x: np.ndarray, s2: float, with_error: bool = True):
     return loss, ok, np.where(bad, np.inf, err)
 
 
-def _near_numerator(terms, x: np.ndarray, s2: float, with_error: bool = True):
+def _near_numerator(terms, mx: np.ndarray, t: np.ndarray, s2: float,
+                    with_error: bool = True):
     """(columns, N, its error bound) of the excess numerator N = Σ_μ c_μ e^{t_μ − M} at the
     points where every |t_μ| ≤ _NEAR_T, as e^{−M}·Σ_μ c_μ·expm1(t_μ): both sides are
     probability mixtures (Σ a = Σ b = 1), so Σ_μ c_μ = 0 for the exact weights, and the
@@ -430,8 +431,6 @@ def _near_numerator(terms, x: np.ndarray, s2: float, with_error: bool = True):
     means, c, kappa = terms[:3]
     n = len(means)
     with np.errstate(over="ignore", invalid="ignore"):
-        mx = means[:, None] * x[None, :]
-        t = (mx - 0.5 * means[:, None] ** 2) / s2
         near = np.flatnonzero(np.all(np.abs(t) <= _NEAR_T, axis=0))
         if near.size == 0:
             return near, None, None
