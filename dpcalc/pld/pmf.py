@@ -152,6 +152,10 @@ def _conv_fft(x: np.ndarray, y: np.ndarray, same: bool):
     return out, math.sqrt(nout) * r2, r2
 
 
+# a late squaring (few copies of it in the product) may coarsen past the λh rule while
+# its coarsening costs at most this share of the one-step grid's (see _Engine._late_level)
+_LATE_SHARE = 1.0 / 256
+_LATE_LAMH = 0.1          # and while λ·h stays at most this
 _SPLIT_TAILS = True      # one-step vectors with a long light tail: two grids (pld.split)
 _SPLIT_MIN = 4096        # shorter outputs: the plain FFT (the split would not pay)
 _SPLIT_THETAS = tuple(10.0 ** -k for k in range(2, 13))
@@ -498,6 +502,37 @@ class _Engine:
             self.powers = [split_base(self, base)]    # a long, light tail: two grids
         self.cache: dict[tuple[int, int], _Dist] = {}
 
+    def _late_level(self, kk: int) -> int:
+        """The coarsest level power kk may take beyond s_max (the λh rule), or −1.
+
+        A coarsening to level s spreads each atom over a cell h_s = 2^s·h0 (connect-the-dots
+        or bucket merging): in tilted units it moves the log-MGF of the law it acts on by
+        about (λh_s)²/8, and that law enters the composition at most mult = ⌊T/2^kk⌋ times.
+        The one-step grid costs T·(λh0)²/8 that way, and so does each coarsening on the
+        schedule (level kk/2 at squaring kk, mult·4^s = T), until λh reaches _LAMH·ρ
+        (s_max); the grid then stayed put while the composed law widened like √(2^kk), and
+        the last squarings' FFTs of 10⁵–10⁶ points were most of a long far-tail run's work
+        (random case 30 of benchmarks/bench_dpsgd_random.py: 534,740 points at 1.5e6
+        steps).  A late squaring has few copies left, so its coarsening costs
+        mult·4^s/T of the one-step grid's share: allowed while that is at most _LATE_SHARE
+        (one late coarsening per two squarings: all of them together add at most 3 % of it
+        at 10⁷ steps), and while λh_s ≤ _LATE_LAMH.  The ℓ1 error term does not shrink
+        with the copies: each coarsening multiplies it by its map's norm (e^{3λh} on the
+        optimistic side), and where it makes the upper end (far in the tail) λh ≤ 0.25 had
+        moved a δ bound's log by 0.134 (review; tests/test_pld_late_levels.py).  Random
+        case 30: its final vectors 534,740 -> 67,071 points, a third less time.  A
+        heuristic: any level is sound (each coarsening is a post-processing or a
+        mean-preserving spread, its error terms carried)."""
+        if _LATE_SHARE <= 0:
+            return -1
+        mult = max(1, self.t_max >> kk)
+        ratio = self.t_max * _LATE_SHARE / mult
+        lamh = self.lam * self.h0
+        s = -1
+        while 4.0 ** (s + 1) <= ratio and lamh * 2.0 ** (s + 1) <= _LATE_LAMH:
+            s += 1
+        return s
+
     def _coarsen(self, d: _Dist) -> _Dist:
         h = self.h0 * 2.0 ** d.s
         if self.pess:
@@ -526,7 +561,7 @@ class _Engine:
                 continue
             sq = _conv(p, p, self.tau * self.split_noise / mult)
             sq = _truncate(sq, self.tau / mult, self.pess)
-            sq = self.to_grid(sq, min(kk // 2, max(self.s_max, sq.s)))
+            sq = self.to_grid(sq, min(kk // 2, max(self.s_max, sq.s, self._late_level(kk))))
             while sq.t.size > self.nwin // 2:
                 sq = self._coarsen(sq)       # too long: a coarser grid is still sound
             self.powers.append(sq)
