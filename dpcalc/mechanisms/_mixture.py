@@ -189,16 +189,28 @@ class MixturePair:
         # safeguarded Newton inside the bracket [a, b] (kept: L(a) < ℓ ≤ L(b) as computed),
         # then the bracket is shrunk around the Newton point and checked
         x0 = np.where(np.isnan(start), 0.5 * (a + b), start)
+        fa, fb = la - e, lb - e          # L − ℓ at the bracket's ends (fa < 0 ≤ fb)
         act = np.arange(len(e))          # the points still moving (the others are kept)
         for _ in range(60):
             xa, ea = x0[act], e[act]
             f = self.loss(xa) - ea
-            aa = np.where(f < 0, xa, a[act])
-            bb = np.where(f < 0, b[act], xa)
-            a[act], b[act] = aa, bb
+            left = f < 0
+            aa = np.where(left, xa, a[act])
+            bb = np.where(left, b[act], xa)
+            fa_a = np.where(left, f, fa[act])
+            fb_a = np.where(left, fb[act], f)
+            a[act], b[act], fa[act], fb[act] = aa, bb, fa_a, fb_a
             nxt = xa - f / np.maximum(self.slope(xa), 1e-300)
+            # a Newton point outside the bracket takes the chord of its ends, kept inside
+            # them: where the root lies within rounding of the bracket's left end (an
+            # earlier iterate's), Newton fell past that end by a hair at every step and
+            # halving crept up on it (20-odd loss evaluations of 308 points of a K = 2 grid,
+            # MNIST σ 1.5); the end itself is then the next point, and Newton stops there
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                chord = aa + (bb - aa) * (-fa_a / (fb_a - fa_a))
+            chord = np.where(np.isfinite(chord), np.clip(chord, aa, bb), 0.5 * (aa + bb))
             # (b itself may be the root: a Newton point landing on it is kept, not halved)
-            nxt = np.where((nxt > aa) & (nxt <= bb), nxt, 0.5 * (aa + bb))
+            nxt = np.where((nxt > aa) & (nxt <= bb), nxt, chord)
             x0[act] = nxt
             act = act[np.abs(nxt - xa) > 1e-12 * (np.abs(xa) + 1.0)]
             if not len(act):
