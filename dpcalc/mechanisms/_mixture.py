@@ -177,15 +177,21 @@ class MixturePair:
         with np.errstate(divide="ignore", invalid="ignore"):
             chord = a + (e - la_t) * (b - a) / (lb_t - la_t)
         start = np.where(cell & (chord > a) & (chord <= b), chord, np.nan)
+        # a table cell already has L(a) < ℓ < L(b), with the values the loss gives at a and
+        # b (it is computed point by point: the same double in, the same double out)
+        la, lb = np.where(cell, la_t, np.nan), np.where(cell, lb_t, np.nan)
+        out = np.flatnonzero(~cell)
         for _ in range(200):  # widen until L(a) < ℓ < L(b)
-            la, lb = self.loss(a), self.loss(b)
-            bad_a, bad_b = la >= e, lb <= e
+            if not len(out):
+                break
+            la[out], lb[out] = self.loss(a[out]), self.loss(b[out])
+            bad_a, bad_b = la[out] >= e[out], lb[out] <= e[out]
             if not (bad_a.any() or bad_b.any()):
                 break
             # (from ±r at least: a table end may be 0 or of either sign, and its loss
             # recomputed here may land on the other side of ℓ by an ulp)
-            a = np.where(bad_a, np.minimum(2.0 * a, -r), a)
-            b = np.where(bad_b, np.maximum(2.0 * b, r), b)
+            a[out] = np.where(bad_a, np.minimum(2.0 * a[out], -r[out]), a[out])
+            b[out] = np.where(bad_b, np.maximum(2.0 * b[out], r[out]), b[out])
         # safeguarded Newton inside the bracket [a, b] (kept: L(a) < ℓ ≤ L(b) as computed),
         # then the bracket is shrunk around the Newton point and checked
         x0 = np.where(np.isnan(start), 0.5 * (a + b), start)
@@ -217,9 +223,15 @@ class MixturePair:
                 break
         for rel in (32.0 * _U, 4e-13):   # the tightest certified bracket around x0
             t = rel * (np.abs(x0) + 1.0)
-            ok = (self.loss(x0 - t) < e) & (self.loss(x0 + t) >= e) & (b - a > 2.0 * t)
-            a = np.where(ok, np.maximum(a, x0 - t), a)
-            b = np.where(ok, np.minimum(b, x0 + t), b)
+            # (only where the bracket is wider: a point the first round certified has
+            # b − a ≤ 64u(|x0| + 1), and the second round would leave it as it is)
+            k = np.flatnonzero(b - a > 2.0 * t)
+            if not len(k):
+                continue
+            xk, tk = x0[k], t[k]
+            ok = (self.loss(xk - tk) < e[k]) & (self.loss(xk + tk) >= e[k])
+            a[k] = np.where(ok, np.maximum(a[k], xk - tk), a[k])
+            b[k] = np.where(ok, np.minimum(b[k], xk + tk), b[k])
         act = np.flatnonzero(b - a > 1e-12 * (np.abs(a) + np.abs(b) + 1.0))
         for _ in range(200):  # bisection where the Newton point did not certify
             if not len(act):
