@@ -127,10 +127,23 @@ def test_the_predicate_fails_where_the_engine_cannot_certify_or_evaluate():
     assert holds(run_items(0.01, 1e8, 1000, replace)) is False
 
 
-def test_a_start_the_grid_cannot_certify_places_eps_by_the_gaussian_tangent():
+def test_a_start_the_grid_cannot_certify_places_eps_by_the_gaussian_tangent(monkeypatch):
     replace = scheme_of(None, "replace-one", None)
+    # σ 1e7 (evaluated at 1e6) was such a start until the mixture's thresholds came out
+    # tighter (39d19c9, dx 1.9e-12 -> 1.1e-13 relative): its profile is certified now, a
+    # TPR bracket just above α (no information at that noise) ...
+    _, bracket = _risk_pld.target(run_items(0.01, 1e7, 1000, replace), 1e-3, 0.01, 0.0101)
+    assert 0.01 <= bracket[0] <= bracket[1] <= 0.01 * (1 + 1e-3)
+    # ... and the fallback is asked of a start whose profile the engine refuses
+    from dpcalc.pld import PLDUncertifiable
+
+    def refuse(*args, **kwargs):
+        raise PLDUncertifiable("cannot certify (test)")
+
+    monkeypatch.setattr(_risk_pld, "profile", refuse)
     holds, bracket = _risk_pld.target(run_items(0.01, 1e7, 1000, replace), 1e-3, 0.01,
                                       0.0101)
+    monkeypatch.undo()
     assert bracket == (0.01, 1.0)
     assert holds(run_items(0.01, 1e3, 1000, replace))       # (σ 170 meets T, certified)
     assert not holds(run_items(0.01, 10.0, 1000, replace))
