@@ -3,7 +3,8 @@
 Pessimistic: connect-the-dots [DGKKM22, Alg. 1] (the result dominates the pair).
 Optimistic: merged loss buckets placed at their grid values (dominated by the pair); next to a
 hard lower edge a clump narrower than the grid is merged into a few buckets whose ratios lie on
-the final coarse grid (_clump_level0).
+the final coarse grid (_clump_level0), a clump a few cells wide (where the plain buckets would
+lower it much: plan._clump_plan) into buckets on the first coarsening's grid.
 Both move the computed CDF by twice its error bound towards the safe side, so each holds for
 the exact tails too.  References: [DGKKM22], [KJH20].
 """
@@ -216,7 +217,8 @@ def _bucket_mean_loss(ell, d: dict, n_win: int) -> np.ndarray:
     return (before - after).reshape(-1, n_win).sum(axis=1)
 
 
-def _edge_offset(pair: DominatingPair, direction: str, h: float) -> float:
+def _edge_offset(pair: DominatingPair, direction: str, h: float,
+                 loss: list | None = None) -> float:
     """Grid offset for a one-step law with a hard edge (pair.loss_bounds: for the subsampled
     Gaussian the remove-direction loss is ≥ log(1 − q), the add-direction loss ≤
     −log(1 − q)).  Next to the edge the density can
@@ -226,13 +228,16 @@ def _edge_offset(pair: DominatingPair, direction: str, h: float) -> float:
     construction loses the least P-mean of the loss in the 38 cells next to the edge (a
     heuristic: every offset is sound).
     All offsets are evaluated in one batch: windows of 40 buckets whose end buckets are
-    left empty, so the windows do not interact."""
+    left empty, so the windows do not interact.  ``loss``, if given, receives the chosen
+    offset's P-mean lowering per step (0 where there is no edge)."""
     lo_edge, hi_edge = pair.loss_bounds(direction)
     if math.isfinite(lo_edge):
         edge, bottom = lo_edge, True
     elif math.isfinite(hi_edge):
         edge, bottom = hi_edge, False
     else:
+        if loss is not None:
+            loss.append(0.0)
         return 0.0
     n_off, n_at = 32, 40
     rel = np.arange(-3, n_at - 3) if bottom else np.arange(-(n_at - 4), 4)
@@ -242,6 +247,8 @@ def _edge_offset(pair: DominatingPair, direction: str, h: float) -> float:
     mids = 0.5 * (ell[:, :-1] + ell[:, 1:])                     # (W, 39) boundaries
     tb = pair.tails(mids.ravel(), direction)
     if tb is None:
+        if loss is not None:
+            loss.append(0.0)          # (unknown: no gate opens on it)
         return math.fmod(float(offs[0]), h)
     shape = (n_off, n_at - 1)
     lP, lPl, lQ, lQl = (v.reshape(shape) for v in (tb.lPup, tb.lPlo, tb.lQup, tb.lQlo))
@@ -255,7 +262,10 @@ def _edge_offset(pair: DominatingPair, direction: str, h: float) -> float:
     la, lea, lb, leb = (np.hstack((empty, v, empty)).ravel() for v in (ma, mea, mb, meb))
     flat = ell.ravel()
     d = _bucket_plan(flat, la, lb, lea, leb)
-    k = int(np.argmin(_bucket_mean_loss(flat, d, n_at)))
+    lowering = _bucket_mean_loss(flat, d, n_at)
+    k = int(np.argmin(lowering))
+    if loss is not None:
+        loss.append(float(lowering[k]))
     return math.fmod(float(offs[k]), h)
 
 

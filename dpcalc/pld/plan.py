@@ -453,16 +453,36 @@ def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: f
 
 _CLUMP_MASS = 0.5       # merge where this much P-mass lies within 2 cells of the edge
 _CLUMP_CELLS = 4        # buckets on the final grid next to the edge
+# A clump next to the edge a few cells wide (less than _CLUMP_MASS within 2 cells, e.g. the
+# remove direction at q 1.23e-4, σ 0.73: a log-normal in L − log(1 − q) peaking within the
+# first cell) is no narrow clump, but the plain buckets lower its lowest bucket on every
+# step: that bucket's ratio lies above its grid point and no bucket below can take its
+# excess (_bucket_plan), ~0.0035h of P-mean per step there, and the first coarsenings do
+# the same to the composed edge.  At 1,430,895 steps, δ 1e-5 that is T·λ·0.0035h ≈ 0.7 in
+# log δ: the lower end 1.3075 for an upper end 1.3394 (the PRV accountant: 1.3389).  There
+# the edge's buckets are cut as the narrow clump's, on stride _EDGE_STRIDE (the first
+# coarsening's grid; strides 1 and 4 were looser there): lower end 1.3380.  Only where the
+# plain buckets' lowering T·λ·(P-mean lowering per step, _edge_offset) is at least
+# _EDGE_GATE in log δ (elsewhere the extra build is not worth its time) and at least
+# T·(λh)², the order of what the stride's wider buckets and every coarsening cost in log δ
+# (far in the tail, λh large: q 4.9e-4, σ 1.43, 1.5e6 steps at δ 1.4e-160, λh 0.0027, the
+# stride-2 buckets cost 2.9 in the one-step tilted mass for 1.9 saved at the first
+# coarsening).  A heuristic: either choice is sound (cuts and strides only choose which
+# losses are merged into which atom, and _bucket_level0 certifies every placement).
+_EDGE_STRIDE = 2
+_EDGE_GATE = 0.25
 
 
 def _clump_plan(pair: DominatingPair, direction: str, lam: float, h: float, stride: int,
-                log_eta_top: float | None):
-    """(edge, number of further buckets) of the optimistic side's clump next to a hard lower
-    edge (discretise._clump_cuts), or None.  Heuristic (any choice is sound): only a clump
-    narrower than the grid needs it (at least _CLUMP_MASS of the P-mass within 2h of the
-    edge, by the pair's quadrature): the composed clump keeps its width in cells at every
-    level (it widens like √n, the cells like 2^{k/2}), so it is lowered at every
-    coarsening."""
+                log_eta_top: float | None, edge_loss=None, edge_cost: float = math.inf):
+    """(edge, number of further buckets, stride, narrow) of the optimistic side's clump next
+    to a hard lower edge (discretise._clump_cuts), or None.  Heuristic (any choice is
+    sound): a clump narrower than the grid (at least _CLUMP_MASS of the P-mass within 2h of
+    the edge, by the pair's quadrature; narrow = True) gets buckets on the final grid
+    (stride): the composed clump keeps its width in cells at every level (it widens like
+    √n, the cells like 2^{k/2}), so it is lowered at every coarsening.  A wider one gets
+    buckets on stride min(stride, _EDGE_STRIDE) where edge_loss() (the plain buckets'
+    lowering in log δ, called only then) is at least max(_EDGE_GATE, edge_cost)."""
     edge, top = pair.loss_bounds(direction)
     if not math.isfinite(edge) or math.isfinite(top) or stride < 2:
         return None            # (two edges: the grid is aligned with both, see _make_sides)
@@ -472,8 +492,13 @@ def _clump_plan(pair: DominatingPair, direction: str, lam: float, h: float, stri
     w0 = np.exp(lw0 - lw0.max())
     near = float(w0[loss <= edge + 2.0 * h].sum()) / float(w0.sum())
     if not near >= _CLUMP_MASS:
+        # a clump a few cells wide: buckets on the first coarsening's grid, where the
+        # plain buckets would lower the edge's mass enough to matter (see _EDGE_GATE)
+        if (_EDGE_STRIDE > 1 and edge_loss is not None
+                and edge_loss() >= max(_EDGE_GATE, edge_cost)):
+            return edge, _CLUMP_CELLS, min(stride, _EDGE_STRIDE), False
         return None
-    return edge, _CLUMP_CELLS
+    return edge, _CLUMP_CELLS, stride, True
 
 
 def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
@@ -510,20 +535,53 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
                 and lamh_max > lam * hh * (1 - 1e-9) else (0 if lam > 0 else 1 << 30))
 
     grids = {}
+    edge_off: list = []
+
+    def edge_offset():
+        """(_edge_offset's grid offset for h, its P-mean lowering per step), computed once."""
+        if not edge_off:
+            low: list = []
+            edge_off.append((_edge_offset(pair, direction, h, low), low[0] if low else 0.0))
+        return edge_off[0]
+
     if False in sides:
         cstride = 1 << min((max(1, t_max).bit_length() - 1) // 2, levels(h), 30)
-        cp = _clump_plan(pair, direction, lam, h, cstride, plan.log_eta_top)
-        cc = _clump_cuts(pair, direction, h, cstride, *cp) if cp is not None else None
-        if cc is not None:
-            g = _level0(pair, direction, h, lo, hi, plan.lam_range, max_stride=stride,
+        cp = _clump_plan(pair, direction, lam, h, cstride, plan.log_eta_top,
+                         lambda: lam * t_max * edge_offset()[1], t_max * (lam * h) ** 2)
+        hh = h
+        for _ in range(2):
+            cc = _clump_cuts(pair, direction, hh, cp[2], *cp[:2]) if cp is not None else None
+            if cc is None:
+                break
+            g = _level0(pair, direction, hh, lo, hi, plan.lam_range, max_stride=stride,
                         deep=deep, log_eta_top=plan.log_eta_top, offset=cc[0], full=False,
                         fixed_h=h_fixed is not None)
-            got = (_clump_level0(pair, direction, g[5], g[4], g[7], cc[0], h, cstride, cc[1])
-                   if g[0] == h and g[1] == cc[0] else None)
+            if g[0] != hh and not cp[3]:
+                # the edge's buckets (not a narrow clump): a size cap of _level0 chose a
+                # coarser spacing, and the cuts, placed for the asked one, would be
+                # rejected; cut again for it, once (q 1.2e-5, σ 0.97, 8,351,372 steps: the
+                # first pass's lower end 0.15189 -> 0.15228, upper 0.15237, one pass
+                # instead of two, 0.60 -> 0.27 s).  The gate again for hh (the lowering is
+                # first order in the spacing: ∝ hh).  A narrow clump keeps its old rule (no
+                # retry): at q 3e-6, σ 0.9, 1e7 steps, δ 1e-60 a retried clump at the
+                # finest grid composed an optimistic side that _OptGate skips as sinking
+                # otherwise, for the same bracket in 2.9 s instead of 1.8 s.  Sound either
+                # way: the spacing, stride and cuts only choose the grid and which losses
+                # merge into which atom; _clump_level0 hands every atom to _bucket_level0,
+                # whose margins certify it (at or below its bucket's ratio) as for any grid
+                hh = g[0]
+                cs = 1 << min((max(1, t_max).bit_length() - 1) // 2, levels(hh), 30)
+                keep = (cs >= 2 and lam * t_max * edge_offset()[1] * (hh / h)
+                        >= max(_EDGE_GATE, t_max * (lam * hh) ** 2))
+                cp = (cp[0], cp[1], min(cs, _EDGE_STRIDE), False) if keep else None
+                continue
+            got = (_clump_level0(pair, direction, g[5], g[4], g[7], cc[0], hh, cp[2], cc[1])
+                   if g[0] == hh and g[1] == cc[0] else None)
             if got is not None:
                 grids[False] = g[:4] + got[:2] + (got[2:],)
+            break
     if True in sides or False not in grids:
-        off = _edge_offset(pair, direction, h)
+        off = edge_offset()[0]
         h_s, off, j_lo, j_hi, jpos, ell, t_full, t_half, drop = _level0(
             pair, direction, h, lo, hi, plan.lam_range, max_stride=stride, deep=deep,
             log_eta_top=plan.log_eta_top, offset=off, fixed_h=h_fixed is not None)
