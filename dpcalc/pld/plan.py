@@ -34,7 +34,7 @@ from dpcalc.pld.discretise import (
     _clump_level0,
     _ctd_level0,
     _edge_offset,
-    _interval_mass,
+    _log_tilted_below,
 )
 from dpcalc.pld.pair import DominatingPair
 from dpcalc.pld.pmf import _SPLIT_NOISE_GUESSED, _Dist, _Engine, _truncate
@@ -318,50 +318,6 @@ def _tier_positions(j_lo: int, j_hi: int, h: float, lower, upper,
         piece = piece[(piece >= j_lo) & (piece <= j_hi)]
         keep[piece - j_lo] = True
     return np.flatnonzero(keep) + j_lo
-
-
-def _log_tilted_below(pair: DominatingPair, direction: str, ell0: float,
-                      lam: float, floor: float) -> float:
-    """Upper bound on log E_P[e^{λL}; L ≤ ℓ0] (λ ≥ 0): a Riemann upper sum
-    Σ_k e^{λ p_k}·P(p_{k+1} < L ≤ p_k) over decreasing points p_k from ℓ0, plus
-    e^{λ p_K}·P(L ≤ p_K), with the tails moved up by their error bounds.  Any points give an
-    upper bound (each term overestimates by e^{λ(p_k − p_{k+1})}), so the smaller of two
-    sums is one too:
-      * steps of max(1/λ, span/20000) down to below `floor` (where P(L ≤ ·) is negligible);
-        at large tilts (λ·span ≫ 20000) each term is e^{λ·span/20000} loose (e^385 to
-        e^4333 at λ = 1e8 to 1e11: review);
-      * then steps of 1/λ for at most 20000 steps, the rest in the last term (weight
-        e^{λℓ0 − 20000}); loose where P(L ≤ ℓ0) is below e^-20000 (q = 1, σ 41 at ε 7,
-        λ 11870: e^58878 for a sum near e^-107 of the grid's mass)."""
-    if lam <= 0:
-        return _riemann_upper(pair, direction, lam, np.array([ell0]))
-    span = max(ell0 - floor, 0.0) + 1.0
-    step = max(1.0 / lam, span / 20000.0)
-    pts = ell0 - step * np.arange(int(math.ceil(span / step)) + 1)
-    got = _riemann_upper(pair, direction, lam, pts)
-    if lam * step > 1.0:
-        fine = min(1.0 / lam, span)
-        pts = ell0 - fine * np.arange(min(int(math.ceil(span / fine)), 20000) + 1)
-        got = min(got, _riemann_upper(pair, direction, lam, pts))
-    return got
-
-
-def _riemann_upper(pair: DominatingPair, direction: str, lam: float, pts) -> float:
-    """The Riemann upper sum of _log_tilted_below over the decreasing points pts."""
-    tl = pair.tails(pts, direction)
-    if tl is None:
-        pts = pts * (1 + 1e-9) - 1e-12
-        tl = pair.tails(pts, direction)
-        if tl is None:
-            raise PLDUncertifiable("cannot bound the dropped lower tail")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # interval masses (points decrease): mass in (p_{k+1}, p_k], plus twice its error
-        m, em = _interval_mass(tl.lPup[1:], tl.lPup[:-1], tl.lPlo[1:], tl.lPlo[:-1],
-                               tl.ePup[1:], tl.ePup[:-1], tl.ePlo[1:], tl.ePlo[:-1])
-        inter = np.logaddexp(m, math.log(2.0) + em)
-        last = tl.lPlo[-1] + math.log1p(2 * float(tl.ePlo[-1]) + 4 * _U)
-        terms = np.concatenate((lam * pts[:-1] + inter, [lam * pts[-1] + last]))
-    return _logsumexp(terms) + 1e-12
 
 
 def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float,
