@@ -193,10 +193,10 @@ def test_a_closed_pipe_ends_the_workers_quietly(long_batch):
 def test_ctrl_c_ends_the_workers_quietly(long_batch):
     """Ctrl-C (SIGINT to the whole foreground group): exit 130, no traceback, none left."""
     proc = long_batch
-    proc.stdout.readline()
+    first = proc.stdout.readline()
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (first[:80], len(out), err[-300:])
     assert b"Traceback" not in err
     assert _alive_in_group(proc.pid) == []
 
