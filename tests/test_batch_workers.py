@@ -142,6 +142,11 @@ def _long_batch() -> bytes:
                    for i in range(300)).encode()
 
 
+def _default_sigint() -> None:
+    """In the child, before exec: SIGINT back to its default action."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def long_batch(tmp_path):
     """A ``dpcalc batch`` with two workers on a long input, in a process group of its own
@@ -149,8 +154,13 @@ def long_batch(tmp_path):
     path = tmp_path / "long.jsonl"
     path.write_bytes(_long_batch())
     env = {**os.environ, workers.WORKERS_ENV: "2"}
+    # Ctrl-C as in an interactive shell: a runner started as a background job (``cmd &``
+    # in a script) ignores SIGINT, its children inherit that, and Python (dpcalc with it)
+    # then leaves SIGINT ignored: the test ran the batch to its end and saw exit 0 (every
+    # full run started with nohup ... & here; alone, in the foreground, it passed)
     proc = subprocess.Popen([DPCALC, "batch", str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, start_new_session=True)
+                            stderr=subprocess.PIPE, env=env, start_new_session=True,
+                            preexec_fn=_default_sigint)
     try:
         yield proc
     finally:
