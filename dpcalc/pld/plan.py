@@ -450,11 +450,15 @@ def _clump_plan(pair: DominatingPair, direction: str, lam: float, h: float, stri
     if not near >= _CLUMP_MASS:
         # a clump a few cells wide: buckets on the first coarsening's grid, where the
         # plain buckets would lower the edge's mass enough to matter (see _EDGE_GATE)
-        if (_EDGE_STRIDE > 1 and edge_loss is not None
-                and edge_loss() >= max(_EDGE_GATE, edge_cost)):
+        if _EDGE_STRIDE > 1 and edge_loss is not None and _edge_pays(edge_loss(), edge_cost):
             return edge, _CLUMP_CELLS, min(stride, _EDGE_STRIDE), False
         return None
     return edge, _CLUMP_CELLS, stride, True
+
+
+def _edge_pays(loss: float, cost: float) -> bool:
+    """Whether the plain buckets' lowering at the edge (log δ) calls for the edge buckets."""
+    return loss >= max(_EDGE_GATE, cost)
 
 
 def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
@@ -500,10 +504,18 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
             edge_off.append((_edge_offset(pair, direction, h, low), low[0] if low else 0.0))
         return edge_off[0]
 
+    def clump_stride(hh):      # the final grid's cells, in cells of hh
+        return 1 << min((max(1, t_max).bit_length() - 1) // 2, levels(hh), 30)
+
+    def edge_loss(hh):         # the plain buckets' lowering at the edge, in log δ (∝ hh)
+        return lam * t_max * edge_offset()[1] * (hh / h)
+
+    def edge_cost(hh):         # what wider buckets and every coarsening cost, in log δ
+        return t_max * (lam * hh) ** 2
+
     if False in sides:
-        cstride = 1 << min((max(1, t_max).bit_length() - 1) // 2, levels(h), 30)
-        cp = _clump_plan(pair, direction, lam, h, cstride, plan.log_eta_top,
-                         lambda: lam * t_max * edge_offset()[1], t_max * (lam * h) ** 2)
+        cp = _clump_plan(pair, direction, lam, h, clump_stride(h), plan.log_eta_top,
+                         lambda: edge_loss(h), edge_cost(h))
         hh = h
         for _ in range(2):
             cc = _clump_cuts(pair, direction, hh, cp[2], *cp[:2]) if cp is not None else None
@@ -513,22 +525,17 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
                         deep=deep, log_eta_top=plan.log_eta_top, offset=cc[0], full=False,
                         fixed_h=h_fixed is not None)
             if g[0] != hh and not cp[3]:
-                # the edge's buckets (not a narrow clump): a size cap of _level0 chose a
-                # coarser spacing, and the cuts, placed for the asked one, would be
-                # rejected; cut again for it, once (q 1.2e-5, σ 0.97, 8,351,372 steps: the
-                # first pass's lower end 0.15189 -> 0.15228, upper 0.15237, one pass
-                # instead of two, 0.60 -> 0.27 s).  The gate again for hh (the lowering is
-                # first order in the spacing: ∝ hh).  A narrow clump keeps its old rule (no
-                # retry): at q 3e-6, σ 0.9, 1e7 steps, δ 1e-60 a retried clump at the
-                # finest grid composed an optimistic side that _OptGate skips as sinking
-                # otherwise, for the same bracket in 2.9 s instead of 1.8 s.  Sound either
-                # way: the spacing, stride and cuts only choose the grid and which losses
-                # merge into which atom; _clump_level0 hands every atom to _bucket_level0,
-                # whose margins certify it (at or below its bucket's ratio) as for any grid
+                # the edge's buckets: _level0's size cap chose a coarser spacing, for
+                # which the cuts are made again, once, and the gate asked again (q 1.2e-5,
+                # σ 0.97, 8,351,372 steps: lower end 0.15189 -> 0.15228, one pass instead
+                # of two).  A narrow clump keeps its old rule, no retry (q 3e-6, σ 0.9, 1e7
+                # steps, δ 1e-60: a retried clump composed an optimistic side _OptGate
+                # skips otherwise, 2.9 s for 1.8 s).  Sound either way: spacing, stride and
+                # cuts only choose which losses merge into which atom; _bucket_level0
+                # certifies every atom as for any grid
                 hh = g[0]
-                cs = 1 << min((max(1, t_max).bit_length() - 1) // 2, levels(hh), 30)
-                keep = (cs >= 2 and lam * t_max * edge_offset()[1] * (hh / h)
-                        >= max(_EDGE_GATE, t_max * (lam * hh) ** 2))
+                cs = clump_stride(hh)
+                keep = cs >= 2 and _edge_pays(edge_loss(hh), edge_cost(hh))
                 cp = (cp[0], cp[1], min(cs, _EDGE_STRIDE), False) if keep else None
                 continue
             got = (_clump_level0(pair, direction, g[5], g[4], g[7], cc[0], hh, cp[2], cc[1])
