@@ -71,7 +71,8 @@ def solve_unknown(param: Param, holds: Callable, *, guess: float | None = None,
                   rtol: float = RTOL, guess_rtol: float = CLOSED_FORM_RTOL,
                   low: float | None = None, high: float | None = None,
                   low_open: bool | None = None, high_open: bool | None = None,
-                  name: str | None = None, int_rtol: float = 0.0) -> float | int:
+                  name: str | None = None, int_rtol: float = 0.0,
+                  settled: Callable[[float], bool] | None = None) -> float | int:
     """The private-side value of the unknown ``param`` under the monotone predicate ``holds``.
 
     The one leave-one-out engine: the declaration decides the search. ``param.safer ==
@@ -86,6 +87,10 @@ def solve_unknown(param: Param, holds: Callable, *, guess: float | None = None,
     ``int_rtol``). The smallest-value search probes ``high`` itself when nothing below
     passes (see
     :func:`smallest_passing`), so ``high_open`` matters to the other two only.
+    ``settled(x)``, asked of each passing point of a float search, ends the search there
+    when true: the caller's test that x is as good an answer as the bracket would give (a
+    numerical predicate whose bound at x lies within its accuracy of the target, see
+    dpcalc.api.dpsgd); any passing point is a sound answer.
 
     Raises:
         InfeasibleError: no value in the domain passes (or, upwards unbounded, every one does).
@@ -112,11 +117,36 @@ def solve_unknown(param: Param, holds: Callable, *, guess: float | None = None,
                                               else math.floor(high))
         return largest_passing_int(holds, low=first, name=name, high=last, guess=guess,
                                    rtol=int_rtol)
+    if settled is not None:
+        try:
+            return solve_unknown(param, _settling(holds, settled), guess=guess, rtol=rtol,
+                                 guess_rtol=guess_rtol, low=low, high=high,
+                                 low_open=low_open, high_open=high_open, name=name)
+        except _Settled as done:
+            return done.x
     if param.safer == "larger":
         return smallest_passing(holds, low=low, high=high, low_open=low_open, name=name,
                                 guess=guess, rtol=rtol, guess_rtol=guess_rtol)
     return largest_passing(holds, low=low, high=high, high_open=high_open, name=name,
                            guess=guess, rtol=rtol, guess_rtol=guess_rtol, low_open=low_open)
+
+
+class _Settled(Exception):
+    """A passing point that the caller's ``settled`` accepts: the search ends with it."""
+
+    def __init__(self, x: float):
+        super().__init__(x)
+        self.x = x
+
+
+def _settling(holds: Predicate, settled: Callable[[float], bool]) -> Predicate:
+    def checked(x: float) -> bool | None:
+        got = holds(x)
+        if got is True and settled(x):
+            raise _Settled(x)
+        return got
+
+    return checked
 
 
 def bisect_to_adjacent(passes: Callable[[float], bool], fail: float, ok: float, *,

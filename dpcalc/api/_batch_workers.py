@@ -122,8 +122,8 @@ def _work(todo: list[list[tuple[int, Any]]], counter, conn, parent: int, readers
     _end_with(parent)
     for reader in readers:  # the parent's ends, inherited: a worker holding another's reader
         reader.close()      # would keep it from seeing that the parent has gone
+    from dpcalc.api._dpsgd_accountant import shared_accounting
     from dpcalc.api.batch import answer_line
-    from dpcalc.api.dpsgd import shared_accounting
 
     try:
         with shared_accounting():

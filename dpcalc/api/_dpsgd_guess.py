@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 
-from dpcalc.api.dpsgd import MAX_STEPS, Accountant, steps_for
+from dpcalc.api._dpsgd_accountant import Accountant
+from dpcalc.api.dpsgd import MAX_STEPS, steps_for
 from dpcalc.errors import InfeasibleError, NumericalError
 from dpcalc.solve import solve_unknown
 
@@ -71,7 +72,8 @@ def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
 
 
 def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
-            low: float, rtol: float, by_slope: bool = True) -> tuple[float | None, float, float]:
+            low: float, rtol: float, by_slope: bool = True,
+            aim_rtol: float = 0.0) -> tuple[float | None, float, float]:
     """Secant iteration on log q ↦ log ε_upper(q) towards the target, seeded by the
     Gaussian-DP CLT [DRS19]: (guess, its accuracy, the solve's accuracy on q), or (None,
     1e-4, rtol) without a seed. Any guess is safe: ``holds`` decides, and the solver returns
@@ -91,7 +93,10 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
     (Accountant._implied_fail), and the bracket is already within the accuracy: no further
     evaluation (random case 291: 5 full evaluations -> 4).  Such a bracket also ends the
     secant, which near the root can wander on the bound's own variation (random case 24:
-    1e-5 steps between rates whose grids differ)."""
+    1e-5 steps between rates whose grids differ).
+
+    The secant aims ``aim_rtol`` below the target (a passing point whose bound lies just
+    below it ends the solve, Accountant.settles), and a probe that settles ends it too."""
     from dpcalc.relations import dpsgd as rel
 
     eff = [rtol]         # the accuracy on q (see above), from the last secant slope
@@ -111,6 +116,7 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
             1.0)
     seen = {"ok": -math.inf, "fail": math.inf}   # log q of the best probes on either side
     probes = {}   # log q -> (point, bound_for's bound) of the secant's probes (_chord_step)
+    aim = epsilon * (1.0 - aim_rtol)
 
     def f(x: float, full: bool = False) -> float:
         r = math.exp(x)
@@ -124,7 +130,11 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
             seen["ok"] = max(seen["ok"], x)
         else:
             seen["fail"] = min(seen["fail"], x)
-        return math.log(bound) - math.log(epsilon)
+        return math.log(bound) - math.log(aim)
+
+    def settles(x: float) -> bool:
+        point, bound = probes[x]
+        return bound <= epsilon and acc.settles(*point[:3], epsilon, log_delta, 2 * aim_rtol)
 
     def bracketed() -> bool:
         # a failing probe above the passing one, within the accuracy (the bound's own
@@ -158,9 +168,11 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
                 eff[0] = rtol / max(s_here, _SLOPE_MIN) if 0 < s_here < _SLOPE_FLAT else rtol
             if bracketed():
                 return converged(x1, 0.0)      # bracketed within the accuracy: no more probes
+            if aim_rtol > 0 and settles(x1):
+                return math.exp(x1), 1e-9, eff[0]   # the solver's first probe: an answer
             if f1 == f0 or not math.isfinite(f1):
                 break
-            step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon, amplify=False)
+            step = _chord_step(acc, x0, x1, f0, f1, probes, aim, amplify=False)
             if by_slope and abs(f1 - f0) < _CHORD_MIN * rtol and abs(step) > abs(x1 - x0):
                 # a chord whose ends differ by less than the bound's own variation (1e-5 to
                 # 1e-4 in log ε) has no meaningful slope: random case 291's last two rates,
@@ -169,13 +181,13 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
                 # the chord is long
                 step = math.copysign(abs(x1 - x0), step)
             if abs(step) < eff[0] / 4 and _on_cheap_root(acc, probes[x1][0]):
-                got = _full_chord(acc, f, probes, x0, f0, x1, epsilon, amplify=False)
+                got = _full_chord(acc, f, probes, x0, f0, x1, aim, amplify=False)
                 if got is None:
                     break          # no chord (the solver brackets from x1)
                 x0, f0, f1, step = got
             if abs(step) < eff[0] / 4:
                 return converged(x1, step)
-            below = _aimed_below(acc, probes.get(x1), epsilon, f1)
+            below = _aimed_below(acc, probes.get(x1), aim, f1)
             if below == (step > 0):
                 # ε grows with q: below the target the root lies above, and vice versa (an
                 # upper bound at its numerical floor can make the secant point away).  The
@@ -467,13 +479,15 @@ def _clt_slope(q: float, steps: int, epsilon: float, log_delta: float) -> float 
 
 
 def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
-                 log_delta: float, stop: float) -> tuple[float | None, float]:
+                 log_delta: float, stop: float,
+                 aim_rtol: float = 0.0) -> tuple[float | None, float]:
     """Secant iteration on log σ ↦ log ε_upper(σ) towards the target ε: (guess, its accuracy).
 
     The secant runs until its own estimate of the distance to the root is below ``stop`` in
     log σ; the solver then needs only the neighbouring point to certify the answer (any guess
     is safe: ``holds`` decides). Every evaluation is memoised in ``acc``, so the solver reuses
-    the secant's points.
+    the secant's points. It aims ``aim_rtol`` below the target (a passing point whose bound
+    lies just below it ends the solve, Accountant.settles).
     """
     if epsilon <= 0:
         return None, 1e-4
@@ -489,6 +503,7 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
                   max(0.5, q * math.sqrt(2.0 * steps * -log_delta) / epsilon))
 
     probes = {}   # log σ -> (point, bound_for's bound) of the secant's probes (_chord_step)
+    aim = epsilon * (1.0 - aim_rtol)
 
     def f(x: float, full: bool = False) -> float:
         if not -7.0 < x < 13.8:  # σ outside [1e-3, 1e6]: the solver's own bracket decides
@@ -496,7 +511,7 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
         bound = (acc.full_bound(q, math.exp(x), steps, log_delta) if full
                  else acc.bound_for(q, math.exp(x), steps, log_delta, epsilon))
         probes[x] = ((q, math.exp(x), steps, log_delta), bound)
-        return math.log(bound) - math.log(epsilon)
+        return math.log(bound) - math.log(aim)
 
     try:
         f0 = f(x0)
@@ -522,9 +537,12 @@ def sigma_guess(acc: Accountant, q: float, steps: int, epsilon: float,
             # the secant's distance from x1 to the root (on log(e^ε − 1): random case 34,
             # q = 1.7e-8, ε 1.49 and 2.27 at σ 0.924 and 0.873, root 0.7797: 0.776 next,
             # where log ε aimed at 0.806 and took three more probes to come down)
-            step = _chord_step(acc, x0, x1, f0, f1, probes, epsilon)
+            if aim_rtol > 0 and probes[x1][1] <= epsilon \
+                    and acc.settles(q, math.exp(x1), steps, epsilon, log_delta, 2 * aim_rtol):
+                return math.exp(x1), 1e-9      # the solver's first probe: an answer
+            step = _chord_step(acc, x0, x1, f0, f1, probes, aim)
             if abs(step) < stop and _on_cheap_root(acc, probes[x1][0]):
-                got = _full_chord(acc, f, probes, x0, f0, x1, epsilon)
+                got = _full_chord(acc, f, probes, x0, f0, x1, aim)
                 if got is None:
                     break          # no chord (the solver brackets from x1)
                 x0, f0, f1, step = got

@@ -102,7 +102,7 @@ class _Pld:
         q 1e-14, 0.64 at q 1e-8, 10¹⁰ steps, where the add/remove run certifies 1.2e-8 and
         0.010).  For ε(δ), δ' = δ/(1 + e^{e + m}) until ε_ar(δ') ≤ e + m (m = 0.01), then
         2·ε_ar(δ'); rounded to the private side.  +inf where none is found."""
-        from dpcalc.api.dpsgd import Accountant
+        from dpcalc.api._dpsgd_accountant import Accountant
 
         if self._tri_acc is None:
             self._tri_acc = Accountant("pld", self.tol)

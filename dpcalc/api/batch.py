@@ -339,7 +339,7 @@ def answering(lines: Iterable[str | bytes], workers: int = 1) -> Iterator[Iterat
 
 
 def _in_process(lines: Iterable[str | bytes]) -> Iterator[Answer]:
-    from dpcalc.api.dpsgd import shared_accounting
+    from dpcalc.api._dpsgd_accountant import shared_accounting
 
     with shared_accounting():
         for number, text in enumerate(lines, 1):

@@ -51,7 +51,7 @@ def add_comparison_curves(points: list[dict], names: tuple[str, ...], values: di
 
     ``values`` are the run's (q, σ, epochs, steps, δ), as given to the main curve.
     """
-    from dpcalc.api.dpsgd import Accountant
+    from dpcalc.api._dpsgd_accountant import Accountant
     from dpcalc.numeric.directed import log_of
 
     q, sigma, log_delta = values["q"], values["sigma"], log_of(values["delta"])

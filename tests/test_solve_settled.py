@@ -1,0 +1,109 @@
+"""A solve that ends where its caller says a passing point is good enough (``settled``):
+dpcalc.solve's float searches, and dpsgd's σ and q solves, which end at a passing point whose
+full PLD bound lies within 1e-5 of the target (Accountant.settles) instead of evaluating a
+failing neighbour in full (issue 14).  Every answer still passes the certified predicate."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dpcalc.accountants.dpsgd as accountants
+from dpcalc.api.dpsgd import NOISE, STEPS, Accountant, dpsgd
+from dpcalc.params import Q
+from dpcalc.relations import pld
+from dpcalc.solve import solve_unknown
+
+
+@given(root=st.floats(0.01, 100.0), guess=st.floats(0.001, 1000.0),
+       window=st.floats(1e-6, 0.5))
+def test_a_settled_search_returns_a_passing_point_and_stops_there(root, guess, window):
+    seen = []
+
+    def holds(x):
+        seen.append(x)
+        return x >= root
+
+    def settled(x):
+        assert x >= root          # asked of passing points only
+        return x <= root * (1 + window)
+
+    got = solve_unknown(NOISE, holds, guess=guess, guess_rtol=1e-4, settled=settled)
+    assert root <= got <= root * (1 + window)
+    assert seen[-1] == got        # nothing evaluated after the point that settled
+
+
+def test_settled_saves_the_failing_neighbour():
+    def holds(x):
+        return x <= 0.3
+
+    plain, early = [], []
+    solve_unknown(Q, lambda x: plain.append(x) or holds(x), guess=0.2999999, guess_rtol=1e-6)
+    got = solve_unknown(Q, lambda x: early.append(x) or holds(x), guess=0.2999999,
+                        guess_rtol=1e-6, settled=lambda x: x > 0.29999)
+    assert got == 0.2999999 and len(early) < len(plain)
+
+
+def test_integer_searches_ignore_settled():
+    got = solve_unknown(STEPS, lambda n: n <= 1234, guess=1000, settled=lambda n: True)
+    assert got == 1234
+
+
+def _fake_pld(monkeypatch, cheap, full):
+    calls = {"cheap": 0, "full": 0}
+
+    def upper(name, q, sigma, steps, log_delta, tolerance, stop_above=math.inf):
+        calls["cheap"] += 1
+        return cheap(q)
+
+    def evaluate(name, question, q, sigma, steps, x, tolerance):
+        calls["full"] += 1
+        return full(q), (0.0, full(q)), ""
+
+    monkeypatch.setattr(accountants, "evaluate_upper", upper)
+    monkeypatch.setattr(accountants, "evaluate", evaluate)
+    return Accountant("pld", 1e-3), calls
+
+
+def test_settles_reads_the_full_bound_and_asks_it_only_inside_the_window(monkeypatch):
+    acc, calls = _fake_pld(monkeypatch, lambda q: 1000.0 * q * 1.001, lambda q: 1000.0 * q)
+    # the cheap bound passes far below the target: no full evaluation, not settled
+    assert acc.holds(0.0009, 1.0, 100, 1.0, -10.0)
+    assert not acc.settles(0.0009, 1.0, 100, 1.0, -10.0, 1e-5) and calls["full"] == 0
+    # the cheap bound inside the window: the full one decides (here 1e-3 lower: outside)
+    assert acc.holds(0.000999, 1.0, 100, 1.0, -10.0)      # cheap 0.999999
+    assert not acc.settles(0.000999, 1.0, 100, 1.0, -10.0, 1e-5) and calls["full"] == 1
+    assert acc.settles(0.000999, 1.0, 100, 1.0, -10.0, 2e-3)   # (0.999 within 2e-3)
+    assert calls["full"] == 1                                  # (read once)
+
+
+def test_a_full_bound_read_again_learns_nothing_without_its_cheap_one(monkeypatch):
+    acc, calls = _fake_pld(monkeypatch, lambda q: 1000.0 * q * 1.01, lambda q: 1000.0 * q)
+    acc.epsilon(0.002, 1.0, 100, -10.0)           # a full evaluation, no cheap bound
+    acc.full_bound(0.001, 1.0, 100, -10.0)        # cheap and full: refinement 1/1.01
+    assert not acc._first_pass_final
+    acc.full_bound(0.002, 1.0, 100, -10.0)        # read again: upper() is the full value
+    assert not acc._first_pass_final              # (was set: a first pass taken as final)
+    assert acc._refined == pytest.approx(-math.log(1.01))
+
+
+def test_far_tail_q_solve_settles_with_three_full_evaluations(monkeypatch):
+    # random case 144 of benchmarks/bench_dpsgd_random.py: the search evaluated a failing
+    # neighbour of its passing answer in full (4 full evaluations, 0.5 s each)
+    fulls = []
+    real = accountants.evaluate
+
+    def counted(name, question, *args):
+        if name == "pld" and args[0] < 1.0:   # (q = 1: one Gaussian, exact and instant)
+            fulls.append(args[0])
+        return real(name, question, *args)
+
+    monkeypatch.setattr(accountants, "evaluate", counted)
+    log_delta = math.log(1.339e-204)
+    r = dpsgd(sigma=0.8295, steps=546725, epsilon=39.73, delta=1.339e-204, compare=False)
+    assert len(fulls) <= 3
+    _, up = pld.epsilon_bounds(r.value, 0.8295, 546725, log_delta, 1e-3)
+    assert 39.73 * (1 - 1e-5) <= up <= 39.73
