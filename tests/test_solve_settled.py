@@ -107,3 +107,14 @@ def test_far_tail_q_solve_settles_with_three_full_evaluations(monkeypatch):
     assert len(fulls) <= 3
     _, up = pld.epsilon_bounds(r.value, 0.8295, 546725, log_delta, 1e-3)
     assert 39.73 * (1 - 1e-5) <= up <= 39.73
+
+
+def test_an_exact_sigma_solve_keeps_its_own_accuracy():
+    # q = 1: T Gaussian steps are one Gaussian (exact, no grid): the solve's accuracy is
+    # 1e-9 on σ, and a passing point within 1e-5 of the target in ε does not end it
+    # (review: 26 of 48 such answers had moved up by 1.0-1.5e-9)
+    r = dpsgd(q=1, steps=100, epsilon=0.5, delta=1e-30, compare=False)
+    acc = Accountant("pld", 1e-3)
+    log_delta = math.log(1e-30)
+    assert acc.holds(1.0, r.value, 100, 0.5, log_delta)
+    assert not acc.holds(1.0, r.value * (1 - 1e-9), 100, 0.5, log_delta)

@@ -285,8 +285,9 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
         return solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
                              low=SIGMA_SOLVE_MIN, low_open=True, high=SIGMA_EVAL_MAX, rtol=rtol,
                              guess=guess, guess_rtol=guess_rtol,
-                             settled=lambda s: acc.settles(q, s, steps, eps, log_d,
-                                                           _SETTLE_RTOL)), None
+                             settled=(lambda s: acc.settles(q, s, steps, eps, log_d,
+                                                            _SETTLE_RTOL)) if gridded
+                             else None), None
     if unknown in ("steps", "epochs"):
         guess = steps_guess(acc, q, sigma, eps, log_d)
         count_rtol = COUNT_RTOL if acc.name == "pld" and q != 1.0 else 0.0
