@@ -16,6 +16,7 @@ from dpcalc.api.dpsgd import NOISE, STEPS, Accountant, dpsgd
 from dpcalc.params import Q
 from dpcalc.relations import pld
 from dpcalc.solve import solve_unknown
+from tests.test_dpsgd_aim import _fake_pld
 
 
 @given(root=st.floats(0.01, 100.0), guess=st.floats(0.001, 1000.0),
@@ -50,22 +51,6 @@ def test_settled_saves_the_failing_neighbour():
 def test_integer_searches_ignore_settled():
     got = solve_unknown(STEPS, lambda n: n <= 1234, guess=1000, settled=lambda n: True)
     assert got == 1234
-
-
-def _fake_pld(monkeypatch, cheap, full):
-    calls = {"cheap": 0, "full": 0}
-
-    def upper(name, q, sigma, steps, log_delta, tolerance, stop_above=math.inf):
-        calls["cheap"] += 1
-        return cheap(q)
-
-    def evaluate(name, question, q, sigma, steps, x, tolerance):
-        calls["full"] += 1
-        return full(q), (0.0, full(q)), ""
-
-    monkeypatch.setattr(accountants, "evaluate_upper", upper)
-    monkeypatch.setattr(accountants, "evaluate", evaluate)
-    return Accountant("pld", 1e-3), calls
 
 
 def test_settles_reads_the_full_bound_and_asks_it_only_inside_the_window(monkeypatch):
