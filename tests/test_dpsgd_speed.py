@@ -237,6 +237,20 @@ def test_q_solve_with_steps_given_is_tight_with_few_evaluations(monkeypatch):
         assert fn(c.value * (1 + 3e-9), 2.0, 3000, ld)[0] > 1.0
 
 
+def test_q_solve_with_epochs_given_is_tight_with_few_evaluations(monkeypatch):
+    # the steps ⌈60/q⌉ follow the rate: the PLD's search bisected to 1e-9 from scratch (37
+    # evaluations, 2 s); now a secant and the 2e-5 accuracy of the steps-given solve
+    counts = _count_evaluations(monkeypatch)
+    r = api.dpsgd(sigma=1.1, epochs=60, epsilon=3, delta=1e-5, compare=False)
+    assert counts["pld"] <= 6, counts
+    steps = api.steps_for(60, r.value)
+    assert pld.epsilon_bounds(r.value, 1.1, steps, LOG_1E5)[1] <= 3.0
+    # within the accuracy (2e-5 in ε, d log ε / d log q ≈ 0.5 here) and one step count's
+    # plateau of rates (1/T ≈ 1.1e-4): a rate 3e-4 higher fails
+    above = r.value * (1 + 3e-4)
+    assert pld.epsilon_bounds(above, 1.1, api.steps_for(60, above), LOG_1E5)[1] > 3.0
+
+
 def test_clt_guesses_are_close_to_the_pld_answers():
     # seeds only (the solver certifies), but a seed within a few percent saves evaluations
     sigma = rel.clt_sigma_guess(0.01, 10000, 1.0, LOG_1E5)
