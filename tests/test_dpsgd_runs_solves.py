@@ -47,6 +47,38 @@ def test_sigma_steps_and_q_solves_take_few_evaluations(monkeypatch, scheme):
         assert dpcalc.dpsgd(**forward).value <= 2
 
 
+@pytest.mark.parametrize("scheme", SCHEMES, ids=str)
+def test_q_solves_with_the_epochs_given_take_few_full_evaluations(monkeypatch, scheme):
+    # the steps ⌈epochs/q⌉ follow the rate: the search went from scratch (K = 2: 3.4 s,
+    # fixed batches: 30 full evaluations, 12 s); a secant seeds it now, and a passing
+    # point whose full bound lies within 1e-5 of the target ends it (settles)
+    counts = _count(monkeypatch)
+    r = dpcalc.dpsgd(sigma=1.1, epochs=3, epsilon=1.5, delta=1e-5, compare=False, **scheme)
+    assert counts["epsilon_bounds"] <= 6, counts      # from scratch: 13-23
+    forward = dict(q=r.value, sigma=1.1, epochs=3, delta=1e-5, compare=False, **scheme)
+    assert dpcalc.dpsgd(**forward).value <= 1.5
+    # the root at its own step count, to the accuracy (2e-5 in ε): at the same steps a rate
+    # 1e-4 higher fails.  (A later plateau, one step fewer at a rate up to 1/T higher, can
+    # pass again, as it could for the bisection: ε drops by ~1/(2T) where a step goes.)
+    steps = math.ceil(3 / r.value)
+    at = dict(forward, steps=steps, q=r.value * (1 + 1e-4))
+    del at["epochs"]
+    assert dpcalc.dpsgd(**at).value > 1.5
+
+
+@pytest.mark.parametrize("scheme", [dict(relation="replace-one"), dict(sampling="fixed-batch")],
+                         ids=str)
+def test_a_sigma_solve_ends_at_a_passing_point_within_the_window(monkeypatch, scheme):
+    # σ at MNIST: the secant's guess passed in full within 1e-5 below the target, and the
+    # solver evaluated its failing neighbour in full before answering it (settles: no more)
+    counts = _count(monkeypatch)
+    r = dpcalc.dpsgd(batch_size=256, dataset_size=60000, epochs=60, epsilon=3, delta=1e-5,
+                     compare=False, **scheme)
+    assert counts["epsilon_bounds"] <= 1, counts
+    assert dpcalc.dpsgd(batch_size=256, dataset_size=60000, epochs=60, sigma=r.value,
+                        delta=1e-5, compare=False, **scheme).value <= 3.0
+
+
 @pytest.mark.parametrize("kw", [
     dict(q=0.0045, steps=23, epsilon=1.795, examples_per_user=2),   # read back 1.4e-10 above
     dict(q=0.0088, steps=871, epsilon=6.538, sampling="fixed-batch"),

@@ -155,9 +155,11 @@ def chi2(scheme, q: float, sigma: float) -> float:
     return value if math.isfinite(value) else math.inf   # (overflow: a σ far too small)
 
 
-def clt_seed(scheme, unknown: str, q, sigma, steps, epsilon: float, log_delta: float):
+def clt_seed(scheme, unknown: str, q, sigma, steps, epsilon: float, log_delta: float,
+             epochs: float | None = None):
     """An estimate of σ, steps or q (``unknown``) with T·χ²(q, σ) = μ², μ the Gaussian-DP
-    parameter meeting (ε, δ) [DRS19, Cor 2.13]; None where it cannot be had."""
+    parameter meeting (ε, δ) [DRS19, Cor 2.13]; None where it cannot be had.  For q with
+    ``epochs`` (and no steps), T = epochs/q: T·χ² still grows with q (χ² ~ q²)."""
     from dpcalc.relations.dpsgd import clt_mu_guess
 
     try:
@@ -173,7 +175,8 @@ def clt_seed(scheme, unknown: str, q, sigma, steps, epsilon: float, log_delta: f
             mid = 0.5 * (lo + hi)
             c = chi2(scheme, q, math.exp(mid)) if unknown == "sigma" else chi2(
                 scheme, math.exp(mid), sigma)
-            if (steps * c > mu * mu) == (unknown == "sigma"):
+            t = steps if steps is not None else epochs / math.exp(mid)
+            if (t * c > mu * mu) == (unknown == "sigma"):
                 lo = mid
             else:
                 hi = mid

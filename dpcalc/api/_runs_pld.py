@@ -258,6 +258,13 @@ class _Pld:
                 return True
         return self._certified(q, sigma, steps, epsilon, log_delta)
 
+    def settles(self, q, sigma, steps, epsilon, log_delta, rtol) -> bool:
+        """Whether a passing point's full bracket, where it has been computed, puts the
+        reported ε within ``rtol`` below the target: a σ or q solve may end there (as the
+        default run's Accountant.settles; no evaluation is asked for here)."""
+        got = self._seen.get(("e", q, sigma, steps, log_delta))
+        return got is not None and epsilon * (1.0 - rtol) <= got[0] <= epsilon
+
     def _certified(self, q, sigma, steps, epsilon, log_delta) -> bool:
         try:
             return self.epsilon(q, sigma, steps, log_delta)[0] <= epsilon

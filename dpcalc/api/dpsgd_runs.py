@@ -291,7 +291,8 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         # the examples are sampled with probability ≤ δ, the answer is that floor, said so)
         found = solve_unknown(NOISE, snapped(NOISE, ok_s), low=SIGMA_SOLVE_MIN, low_open=True,
                               high=SIGMA_EVAL_MAX, rtol=2e-5, guess=guess,
-                              guess_rtol=accuracy)
+                              guess_rtol=accuracy, settled=snapped(NOISE, lambda s: acc.settles(
+                                  q, s, steps, eps, log_d, _SETTLE_RTOL)))
         return printed_answer(readback(found, NOISE), NOISE, ok_s), None
     if unknown in ("steps", "epochs"):
         seed = (clt_seed(scheme, "steps", q, sigma, None, eps, log_d)
@@ -320,25 +321,40 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
 
         return solve_unknown(BATCH, ok_b, name="batch size", high=size), None
     guess, accuracy = None, 0.5
-    if "steps" in values:   # (with epochs the steps jump with q: the search from scratch)
-        seed = (clt_seed(scheme, "q", None, sigma, values["steps"], eps, log_d)
-                or estimate(rel.clt_q_guess, sigma, eps, log_d, values["steps"]))
-        if seed is not None and 0.0 < seed < 1.0:
-            def rate(x):
-                return readback(math.exp(x), Q)
+    # (with the epochs given the steps ⌈epochs/q⌉ fall by one every 1/T in q, relative: a
+    # jitter of ~1/(2T) in ε under the secant's stop; the search from scratch took 30 full
+    # evaluations, 12 s at fixed batches, σ 1.1, 60 epochs, ε 3)
+    steps, epochs = values.get("steps"), values.get("epochs")
+    seed = (clt_seed(scheme, "q", None, sigma, steps, eps, log_d, epochs=epochs)
+            or estimate(rel.clt_q_guess, sigma, eps, log_d, steps, epochs))
+    if seed is not None and 0.0 < seed < 1.0:
+        def rate(x):
+            return readback(math.exp(x), Q)
 
-            guess, accuracy = secant_guess(
-                lambda x: acc.upper(rate(x), sigma, values["steps"], log_d),
-                math.log(seed), aim(eps), -745.0, 0.0, 1.0,
-                full=lambda x: acc.epsilon(rate(x), sigma, values["steps"], log_d)[0],
-                inside=AIM)
+        def count(x):
+            return steps_of(values, rate(x))
+
+        guess, accuracy = secant_guess(
+            lambda x: acc.upper(rate(x), sigma, count(x), log_d),
+            math.log(seed), aim(eps), -745.0, 0.0, 1.0 if steps is not None else 0.5,
+            full=lambda x: acc.epsilon(rate(x), sigma, count(x), log_d)[0],
+            inside=AIM)
     # 2e-5 on q, as the Poisson add/remove run's solve (the PLD bound is only 1e-3 tight; at
     # 1e-6 the bisection took three more full evaluations, 0.4 s at q 0.02, K = 2)
     def ok_q(r: float) -> bool:
         return acc.holds(r, sigma, steps_of(values, r), eps, log_d)
 
-    found = solve_unknown(Q, snapped(Q, ok_q), rtol=2e-5, guess=guess, guess_rtol=accuracy)
+    def settles(r: float) -> bool:
+        return acc.settles(r, sigma, steps_of(values, r), eps, log_d, _SETTLE_RTOL)
+
+    found = solve_unknown(Q, snapped(Q, ok_q), rtol=2e-5, guess=guess, guess_rtol=accuracy,
+                          settled=snapped(Q, settles))
     return printed_answer(readback(found, Q), Q, ok_q), None
+
+
+#: a σ or q solve ends at a passing point whose full bound is within this of the target ε
+#: (the default run's window, dpcalc.api.dpsgd)
+_SETTLE_RTOL = 1e-5
 
 
 def _epoch_points(epochs) -> list[int]:
