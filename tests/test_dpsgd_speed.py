@@ -251,6 +251,16 @@ def test_q_solve_with_epochs_given_is_tight_with_few_evaluations(monkeypatch):
     assert pld.epsilon_bounds(above, 1.1, api.steps_for(60, above), LOG_1E5)[1] > 3.0
 
 
+def test_strong_q_solve_with_epochs_given_finds_its_passing_window():
+    # strong composition passes only in a narrow window of rates at 60 epochs (more steps as
+    # q falls, at a fixed δ split): the bisection from scratch widened past it by factors
+    # 2, 4, 16, 256 and answered "no q >= 6e-09 meets the target"; the secant lands in it
+    r = api.dpsgd(sigma=1.1, epochs=60, epsilon=3, delta=1e-5, accountant="strong",
+                  compare=False)
+    steps = api.steps_for(60, r.value)
+    assert rel.strong_epsilon(r.value, 1.1, steps, LOG_1E5)[0] <= 3.0
+
+
 def test_clt_guesses_are_close_to_the_pld_answers():
     # seeds only (the solver certifies), but a seed within a few percent saves evaluations
     sigma = rel.clt_sigma_guess(0.01, 10000, 1.0, LOG_1E5)
