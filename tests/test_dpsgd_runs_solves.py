@@ -228,3 +228,14 @@ def test_readback_reads_back_on_the_private_side_and_keeps_order(x, param):
     z = math.nextafter(x, math.inf)
     if z <= param.high:
         assert readback(z, param) >= y         # nondecreasing: snapped predicates stay monotone
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=str)
+def test_a_q_solve_with_the_epochs_given_stays_within_the_steps_dpcalc_accounts_for(scheme):
+    # 1e9 epochs need q >= 0.1 to stay within 1e10 steps, and none of those meets ε 10: a
+    # target no rate meets (exit 1, as the default run says), not the usage error of a
+    # probe below 0.1 (exit 2, "--epochs/--q give 1.6e+10 steps")
+    from dpcalc.errors import InfeasibleError
+
+    with pytest.raises(InfeasibleError, match=r"no q >= 0\.1 meets the target"):
+        dpcalc.dpsgd(sigma=1, epochs=1e9, epsilon=10, delta=1e-5, compare=False, **scheme)

@@ -347,8 +347,21 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
     def settles(r: float) -> bool:
         return acc.settles(r, sigma, steps_of(values, r), eps, log_d, _SETTLE_RTOL)
 
-    found = solve_unknown(Q, snapped(Q, ok_q), rtol=2e-5, guess=guess, guess_rtol=accuracy,
-                          settled=snapped(Q, settles))
+    # with the epochs given, a rate below epochs/MAX_STEPS needs more steps than dpcalc
+    # accounts for: the search stays above it (a probe there raised the --q/--epochs usage
+    # error, exit 2, for a target no rate meets: fixed batches, σ 0.5, 1e5 epochs)
+    from dpcalc.api.dpsgd import MAX_STEPS
+
+    low = 0.0 if "steps" in values else float(Fraction(values["epochs"]) / MAX_STEPS)
+    try:
+        found = solve_unknown(Q, snapped(Q, ok_q), rtol=2e-5, guess=guess,
+                              guess_rtol=accuracy, low=low, low_open=True,
+                              settled=snapped(Q, settles))
+    except InfeasibleError:
+        if low == 0.0:
+            raise
+        raise InfeasibleError(f"no q >= {low:.3g} meets the target (a smaller q would need "
+                              f"more than {MAX_STEPS:.0e} steps)") from None
     return printed_answer(readback(found, Q), Q, ok_q), None
 
 
