@@ -1,5 +1,5 @@
 """The optimistic side's buckets next to the hard lower edge when the clump there is a few
-cells wide (dpcalc.pld.plan._clump_plan, _EDGE_STRIDE).
+cells wide (dpcalc.pld.sides._clump_plan, _EDGE_STRIDE).
 
 At q 1.23e-4, σ 0.73 (remove direction) the density of L − log(1 − q) peaks within the first
 cell: no narrow clump (less than _CLUMP_MASS within 2 cells), but the lowest plain bucket's
@@ -21,7 +21,7 @@ import pytest
 
 from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
 from dpcalc.pld import discretise, eps_search
-from dpcalc.pld import plan as plan_mod
+from dpcalc.pld import sides as sides_mod
 from dpcalc.pld.compose import _first_rho, _log_eta
 from dpcalc.relations import pld
 
@@ -34,13 +34,13 @@ _PRV_LOW, _PRV_HIGH = 1.33393, 1.34395
 def _recording_plans(monkeypatch) -> list:
     """_clump_plan's answers, in order."""
     said: list = []
-    real = plan_mod._clump_plan
+    real = sides_mod._clump_plan
 
     def spy(*args, **kwargs):
         said.append(real(*args, **kwargs))
         return said[-1]
 
-    monkeypatch.setattr(plan_mod, "_clump_plan", spy)
+    monkeypatch.setattr(sides_mod, "_clump_plan", spy)
     return said
 
 
@@ -49,7 +49,7 @@ def _opt_side(q, sigma, steps, delta):
     pair = SubsampledGaussian(q, sigma)
     ld = math.log(delta)
     pl = eps_search._plans_eps(pair, [steps], ld, 1e-3)["remove"]
-    return pair, pl, plan_mod._make_sides(pair, "remove", pl, _first_rho(1e-3), steps,
+    return pair, pl, sides_mod._make_sides(pair, "remove", pl, _first_rho(1e-3), steps,
                                           _log_eta(ld, 1e-3, steps))
 
 
@@ -76,7 +76,7 @@ def test_the_edge_buckets_are_cut_only_where_the_plain_buckets_lose_much(monkeyp
     _opt_side(1.23e-4, 0.73, 1_430_895, 1e-5)
     assert said and said[0] is not None
     edge, cells, stride, narrow = said[0]
-    assert edge == math.log1p(-1.23e-4) and stride == plan_mod._EDGE_STRIDE and not narrow
+    assert edge == math.log1p(-1.23e-4) and stride == sides_mod._EDGE_STRIDE and not narrow
     # typical cases: the plain buckets lose little at the edge (no new build, same results)
     for args in [(0.01, 4.0, 10_000, 1e-5), (0.0043, 1.1, 14_000, 1e-5),
                  (4.9e-4, 0.777, 117_887, 1e-5)]:
@@ -98,15 +98,15 @@ def test_the_edge_offset_reports_its_lowering():
 
 def test_after_a_size_cap_the_edge_buckets_are_cut_for_the_capped_spacing(monkeypatch):
     seen = []
-    real = plan_mod._clump_level0
+    real = sides_mod._clump_level0
 
     def spy(pair, direction, ell, jpos, tb, off, h, stride, cuts):
         seen.append((h, stride))
         return real(pair, direction, ell, jpos, tb, off, h, stride, cuts)
 
-    monkeypatch.setattr(plan_mod, "_clump_level0", spy)
+    monkeypatch.setattr(sides_mod, "_clump_level0", spy)
     _, _, sides = _opt_side(1.2e-5, 0.97, 8_351_372, 1e-5)
-    assert seen == [(sides[False].h0, plan_mod._EDGE_STRIDE)]
+    assert seen == [(sides[False].h0, sides_mod._EDGE_STRIDE)]
 
 
 # --- the one-step law with the edge buckets is dominated by the pair -------------------

@@ -21,6 +21,7 @@ import pytest
 from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
 from dpcalc.pld import discretise, eps_search
 from dpcalc.pld import plan as plan_mod
+from dpcalc.pld import sides as sides_mod
 from dpcalc.pld.compose import _first_rho, _log_eta
 from dpcalc.relations import pld
 
@@ -133,7 +134,7 @@ def _opt_side(q, sigma, steps, delta, rho=None):
     ld = math.log(delta)
     pl = eps_search._plans_eps(pair, [steps], ld, 1e-3)["remove"]
     rho = _first_rho(1e-3) if rho is None else rho
-    sides = plan_mod._make_sides(pair, "remove", pl, rho, steps, _log_eta(ld, 1e-3, steps))
+    sides = sides_mod._make_sides(pair, "remove", pl, rho, steps, _log_eta(ld, 1e-3, steps))
     return pair, sides
 
 

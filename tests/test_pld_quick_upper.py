@@ -297,13 +297,13 @@ def test_an_upper_only_pass_builds_no_optimistic_grid(monkeypatch):
     # the quick bound composes pessimistic sides only; its one-step build also merged the
     # optimistic buckets (a third of a two-step probe's time far in the tail), then dropped
     # them
-    from dpcalc.pld import plan
+    from dpcalc.pld import sides
 
     def refuse(*args, **kwargs):
         raise AssertionError("an optimistic grid was built")
 
     quick = pld.epsilon_upper(6.362e-5, 3.3, 2, math.log(4.292e-284))
-    monkeypatch.setattr(plan, "_bucket_level0", refuse)
+    monkeypatch.setattr(sides, "_bucket_level0", refuse)
     assert pld.epsilon_upper(6.362e-5, 3.3, 2, math.log(4.292e-284)) == quick
     with pytest.raises(AssertionError, match="optimistic grid"):
         pld.epsilon_bounds(6.362e-5, 3.3, 2, math.log(4.292e-284))

@@ -14,6 +14,7 @@ import math
 import pytest
 
 import dpcalc.pld.plan as plan
+import dpcalc.pld.sides as sides
 from dpcalc.relations import pld
 
 CASES = [
@@ -35,7 +36,7 @@ def _levels(monkeypatch):
         seen.append((got[3] - got[2] + 1, got[4].size))
         return got
 
-    monkeypatch.setattr(plan, "_level0", level0)
+    monkeypatch.setattr(sides, "_level0", level0)   # (its caller, _make_sides)
     return seen
 
 

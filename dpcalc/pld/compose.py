@@ -29,8 +29,9 @@ from dpcalc.pld._core import (
     _n_truncations,
 )
 from dpcalc.pld.evaluate import _Final
-from dpcalc.pld.plan import _best_lambda, _cgf, _grid_h, _make_sides, _pd, _Plan
+from dpcalc.pld.plan import _best_lambda, _cgf, _grid_h, _pd, _Plan
 from dpcalc.pld.pmf import _SPLIT_NOISE_FITTED, _Dist, _Engine
+from dpcalc.pld.sides import _make_sides
 
 
 def _directions(pairs) -> list[str]:
@@ -244,7 +245,7 @@ class _OptGate:
     lower end (at most the new upper end, itself at most the old one) would lie below the
     old lower end: the side is not composed, and the lower end stands.  Only work is saved:
     a wrong guess costs the tightness of a lower end, never soundness.  (At small q and a
-    fine grid the optimistic side's clump alignment fails (plan._clump_plan) and its
+    fine grid the optimistic side's clump alignment fails (sides._clump_plan) and its
     one-step mass sinks: q = 1.2e-5, σ = 0.97, 8.4e6 steps at ρ = 0.004: T·Δc/λ = 31.5
     against a held width of 0.22, and the composed lower end was 0 after 2 s of work.)"""
 

@@ -4,7 +4,7 @@ Pessimistic: connect-the-dots [DGKKM22, Alg. 1] (the result dominates the pair).
 Optimistic: merged loss buckets placed at their grid values (dominated by the pair); next to a
 hard lower edge a clump narrower than the grid is merged into a few buckets whose ratios lie on
 the final coarse grid (_clump_level0), a clump a few cells wide (where the plain buckets would
-lower it much: plan._clump_plan) into buckets on the first coarsening's grid.
+lower it much: sides._clump_plan) into buckets on the first coarsening's grid.
 Both move the computed CDF by twice its error bound towards the safe side, so each holds for
 the exact tails too.  References: [DGKKM22], [KJH20].
 """
