@@ -65,6 +65,18 @@ def test_settles_reads_the_full_bound_and_asks_it_only_inside_the_window(monkeyp
     assert calls["full"] == 1                                  # (read once)
 
 
+def test_where_the_first_pass_was_final_nearby_the_cheap_bound_settles(monkeypatch):
+    # random case 183: the full evaluation next to the root found the first pass final,
+    # and the one asked only to confirm the settling point cost 0.52 s of 3.4
+    acc, calls = _fake_pld(monkeypatch, lambda q: 1000.0 * q, lambda q: 1000.0 * q)
+    acc.full_bound(0.00099, 1.0, 100, -10.0)          # cheap = full: first pass final
+    assert acc._first_pass_final and calls["full"] == 1
+    assert acc.holds(0.000999995, 1.0, 100, 1.0, -10.0)
+    assert acc.settles(0.000999995, 1.0, 100, 1.0, -10.0, 1e-5)
+    assert calls["full"] == 1                         # no full evaluation to confirm it
+    assert not acc.settles(0.00099, 1.0, 100, 1.0, -10.0, 1e-5)   # (outside the window)
+
+
 def test_a_full_bound_read_again_learns_nothing_without_its_cheap_one(monkeypatch):
     acc, calls = _fake_pld(monkeypatch, lambda q: 1000.0 * q * 1.01, lambda q: 1000.0 * q)
     acc.epsilon(0.002, 1.0, 100, -10.0)           # a full evaluation, no cheap bound
