@@ -17,7 +17,7 @@ import pytest
 from dpcalc.mechanisms.eps_delta import EpsDelta
 from dpcalc.mechanisms.gaussian import Gaussian
 from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
-from dpcalc.pld import PLDUncertifiable
+from dpcalc.pld import PLDUncertifiable, discretise
 from dpcalc.pld import plan as P
 from dpcalc.pld.accountant import Profile, epsilon_bounds, log_delta_bounds, log_delta_profile
 from tests.cli_helpers import run
@@ -206,7 +206,7 @@ def test_the_dropped_lower_tail_bound_is_tight_at_large_tilts():
     # an upper bound, within the Riemann sum's e^{λΔ} = e (it was e^385+ above at λ ≥ 1e8)
     q, sigma, lam, ell0 = 1e-4, 300.0, 1e6, 5e-6
     sg = SubsampledGaussian(q, sigma)
-    got = P._log_tilted_below(sg, "remove", ell0, lam, -1.0)
+    got = discretise._log_tilted_below(sg, "remove", ell0, lam, -1.0)
     with mp.workdps(50):
         s = mp.mpf(sigma)
 
