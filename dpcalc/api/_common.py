@@ -193,6 +193,12 @@ def _gate(result: Result, name: str, key: str, limit: Number) -> Gate:
 #: grows like √T or slower, so 1e-6 in T is at most 1e-6 in ε, below the σ solve's 2e-5.
 COUNT_RTOL = 1e-6
 
+#: A PLD σ or q solve ends at a passing point whose full bound lies within this (relative)
+#: below the target ε (dpcalc.solve's ``settled``: Accountant.settles, _Pld.settles), where
+#: a failing neighbour would otherwise be evaluated in full; the default run's secants aim
+#: half of it below the target.
+SETTLE_RTOL = 1e-5
+
 
 def count_resolution_note(count: int, unit: str) -> str | None:
     """The note of a count solved at COUNT_RTOL where that is coarser than one ``unit``."""

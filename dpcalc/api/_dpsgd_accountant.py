@@ -265,10 +265,11 @@ class Accountant:
             if cheap is None or not floor <= cheap:
                 return False
             if self._first_pass_final:
-                # the last full evaluation, next to it, found the first pass final: so is
-                # this one, most likely (bound_for aims so too); its optimistic pass, only
-                # to confirm it, cost as much as the whole probe (random case 183 of
-                # benchmarks/bench_dpsgd_random.py: 0.52 s of 3.4)
+                # the solve's last full evaluation (near the root once the secant has
+                # converged) found the first pass final: so is this one, most likely
+                # (bound_for aims so too; only when to stop rests on it).  Its optimistic
+                # pass, only to confirm it, cost as much as the whole probe (random case 183
+                # of benchmarks/bench_dpsgd_random.py: 0.52 s of 3.4)
                 return cheap <= epsilon
             value = self.full_bound(q, sigma, steps, log_delta)
         return floor <= value <= epsilon

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 from dpcalc.api._common import (
     COUNT_RTOL,
+    SETTLE_RTOL,
     check_choice,
     comparison_failures,
     count_resolution_note,
@@ -45,6 +46,18 @@ _SYMBOLS = {"q": "q", "sigma": "σ", "epochs": "epochs", "steps": "steps", "epsi
 #: The most steps dpsgd accounts for (the PLD composes by repeated squaring, but a run of
 #: more than 1e10 steps is not a real training run, and larger counts only invite overflow).
 MAX_STEPS = 10**10
+
+
+def rate_floor(values: dict) -> float:
+    """The open lower end of a q solve: 0 with the steps given; with the epochs given,
+    epochs/MAX_STEPS (a smaller rate needs more steps than dpcalc accounts for)."""
+    return 0.0 if "steps" in values else float(Fraction(values["epochs"]) / MAX_STEPS)
+
+
+def below_rate_floor(low: float) -> InfeasibleError:
+    """The answer of a q solve that nothing above ``rate_floor`` passes (low > 0)."""
+    return InfeasibleError(f"no q >= {low:.3g} meets the target (a smaller q would need more "
+                           f"than {MAX_STEPS:.0e} steps)")
 
 
 def steps_for(epochs: float, q: float) -> int:
@@ -231,11 +244,6 @@ def _answer_note(acc: Accountant, unknown: str, values: dict, value) -> str:
     return acc.note_at(point["q"], point["sigma"], point["steps"], log_of(point["delta"]))
 
 
-#: a σ or q solve ends at a passing point whose full PLD bound is within this of the target
-#: ε (Accountant.settles); the secants aim half of it below the target
-_SETTLE_RTOL = 1e-5
-
-
 def _solve(acc: Accountant, unknown: str, values: dict):
     """(private-side value, bracket or None) of ``unknown`` under one accountant."""
     if acc.name != "pld" or unknown in ("epsilon", "delta"):
@@ -279,14 +287,14 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
         gridded = acc.name == "pld" and q != 1.0
         rtol = 2e-5 if gridded else 1e-9
         guess, guess_rtol = sigma_guess(acc, q, steps, eps, log_d, 8e-6 if gridded else 2e-10,
-                                        aim_rtol=_SETTLE_RTOL / 2 if gridded else 0.0)
+                                        aim_rtol=SETTLE_RTOL / 2 if gridded else 0.0)
         # low_open: the floor is not probed first (a bisection towards it returns a point
         # that passes, just above it, when it passes too)
         return solve_unknown(NOISE, lambda s: acc.holds(q, s, steps, eps, log_d),
                              low=SIGMA_SOLVE_MIN, low_open=True, high=SIGMA_EVAL_MAX, rtol=rtol,
                              guess=guess, guess_rtol=guess_rtol,
                              settled=(lambda s: acc.settles(q, s, steps, eps, log_d,
-                                                            _SETTLE_RTOL)) if gridded
+                                                            SETTLE_RTOL)) if gridded
                              else None), None
     if unknown in ("steps", "epochs"):
         guess = steps_guess(acc, q, sigma, eps, log_d)
@@ -314,9 +322,8 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
                                   f"(< 1/q = {1 / q:.6g})")
         assert steps_for(epochs, q) <= most  # checked both ways: ⌈epochs/q⌉ steps fit
         return epochs, None
-    # q: the largest rate (steps follow from epochs when epochs were given); a rate below
-    # epochs/MAX_STEPS would need more steps than dpcalc accounts for
-    low = 0.0 if "steps" in values else float(Fraction(values["epochs"]) / MAX_STEPS)
+    # q: the largest rate (steps follow from epochs when epochs were given)
+    low = rate_floor(values)
     # with the steps given, ε rises smoothly with q: the PLD bound is only 1e-3 tight, so 2e-5
     # in ε is plenty (as on σ; on q divided by d log ε / d log q where that is below 0.5, see
     # q_guess), from a secant guess. Finer, a bisection only chases the bound's own
@@ -330,10 +337,10 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
     # guess, then the bisection to 1e-9 (from scratch: 40 RDP evaluations there, 0.2 s).
     pld = acc.name == "pld"
     guess, guess_rtol, rtol = q_guess(acc, values, eps, log_d, low, 2e-5 if pld else 1e-9,
-                                      by_slope=pld, aim_rtol=_SETTLE_RTOL / 2 if pld else 0.0)
+                                      by_slope=pld, aim_rtol=SETTLE_RTOL / 2 if pld else 0.0)
 
     def settled(r: float) -> bool:
-        return acc.settles(r, sigma, steps_of(values, r), eps, log_d, _SETTLE_RTOL)
+        return acc.settles(r, sigma, steps_of(values, r), eps, log_d, SETTLE_RTOL)
     try:
         return solve_unknown(Q, lambda r: acc.holds(r, sigma, steps_of(values, r), eps, log_d),
                              low=low, low_open=True, rtol=rtol, guess=guess,
@@ -348,5 +355,4 @@ def _solve_one(acc: Accountant, unknown: str, values: dict):
                 "q may meet it") from None
         if low == 0.0:
             raise
-        raise InfeasibleError(f"no q >= {low:.3g} meets the target (a smaller q would need more "
-                              f"than {MAX_STEPS:.0e} steps)") from None
+        raise below_rate_floor(low) from None

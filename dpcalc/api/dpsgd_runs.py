@@ -15,6 +15,7 @@ from fractions import Fraction
 
 from dpcalc.api._common import (
     COUNT_RTOL,
+    SETTLE_RTOL,
     check_choice,
     count_resolution_note,
     leave_one_out,
@@ -289,10 +290,12 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
 
         # (the default run's floor: where every σ meets the target, e.g. a rate so small that
         # the examples are sampled with probability ≤ δ, the answer is that floor, said so)
+        def settles(s: float) -> bool:
+            return acc.settles(q, s, steps, eps, log_d, SETTLE_RTOL)
+
         found = solve_unknown(NOISE, snapped(NOISE, ok_s), low=SIGMA_SOLVE_MIN, low_open=True,
                               high=SIGMA_EVAL_MAX, rtol=2e-5, guess=guess,
-                              guess_rtol=accuracy, settled=snapped(NOISE, lambda s: acc.settles(
-                                  q, s, steps, eps, log_d, _SETTLE_RTOL)))
+                              guess_rtol=accuracy, settled=snapped(NOISE, settles))
         return printed_answer(readback(found, NOISE), NOISE, ok_s), None
     if unknown in ("steps", "epochs"):
         seed = (clt_seed(scheme, "steps", q, sigma, None, eps, log_d)
@@ -345,14 +348,14 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         return acc.holds(r, sigma, steps_of(values, r), eps, log_d)
 
     def settles(r: float) -> bool:
-        return acc.settles(r, sigma, steps_of(values, r), eps, log_d, _SETTLE_RTOL)
+        return acc.settles(r, sigma, steps_of(values, r), eps, log_d, SETTLE_RTOL)
 
-    # with the epochs given, a rate below epochs/MAX_STEPS needs more steps than dpcalc
-    # accounts for: the search stays above it (a probe there raised the --q/--epochs usage
-    # error, exit 2, for a target no rate meets: fixed batches, σ 0.5, 1e5 epochs)
-    from dpcalc.api.dpsgd import MAX_STEPS
+    # with the epochs given the search stays above epochs/MAX_STEPS, as the default run's (a
+    # probe below raised the --q/--epochs usage error, exit 2, for a target no rate meets:
+    # fixed batches, σ 0.5, 1e5 epochs)
+    from dpcalc.api.dpsgd import below_rate_floor, rate_floor
 
-    low = 0.0 if "steps" in values else float(Fraction(values["epochs"]) / MAX_STEPS)
+    low = rate_floor(values)
     try:
         found = solve_unknown(Q, snapped(Q, ok_q), rtol=2e-5, guess=guess,
                               guess_rtol=accuracy, low=low, low_open=True,
@@ -360,14 +363,8 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
     except InfeasibleError:
         if low == 0.0:
             raise
-        raise InfeasibleError(f"no q >= {low:.3g} meets the target (a smaller q would need "
-                              f"more than {MAX_STEPS:.0e} steps)") from None
+        raise below_rate_floor(low) from None
     return printed_answer(readback(found, Q), Q, ok_q), None
-
-
-#: a σ or q solve ends at a passing point whose full bound is within this of the target ε
-#: (the default run's window, dpcalc.api.dpsgd)
-_SETTLE_RTOL = 1e-5
 
 
 def _epoch_points(epochs) -> list[int]:
