@@ -239,3 +239,48 @@ def test_a_q_solve_with_the_epochs_given_stays_within_the_steps_dpcalc_accounts_
 
     with pytest.raises(InfeasibleError, match=r"no q >= 0\.1 meets the target"):
         dpcalc.dpsgd(sigma=1, epochs=1e9, epsilon=10, delta=1e-5, compare=False, **scheme)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=str)
+def test_the_solves_full_brackets_compose_upper_ends_only_and_keep_the_answer(monkeypatch,
+                                                                              scheme):
+    # a solve reads upper ends alone: its full brackets skip the last pass's optimistic
+    # side (for_solve, the same upper end bit for bit; fixed batches, q with 60 epochs:
+    # 5.1 -> 2.9 s), except Poisson replace-one at K = 1, whose lower end decides whether
+    # the add/remove run bounds it too (the upper end then)
+    from dpcalc.api._runs_pld import _Pld
+
+    asked = []
+    real = pld_accountant.epsilon_bounds
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs.get("for_solve", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pld_accountant, "epsilon_bounds", spy)
+    question = dict(sigma=1.1, epochs=3, epsilon=1.5, delta=1e-5, compare=False, **scheme)
+    r = dpcalc.dpsgd(**question)
+    triangular = scheme.get("relation") == "replace-one"
+    assert asked and all(a is (not triangular) for a in asked), asked
+    # the same answer as with every bracket in full
+    monkeypatch.setattr(_Pld, "solving", lambda self: __import__("contextlib").nullcontext())
+    asked.clear()
+    assert dpcalc.dpsgd(**question).value == r.value
+    assert asked and not any(asked)
+
+
+def test_the_solves_brackets_are_not_reported_after_it():
+    # a bracket kept from the solve (lower end possibly looser) is forgotten on leaving
+    from dpcalc.api._runs_pld import _Pld
+    from dpcalc.api.dpsgd_runs import scheme_of
+
+    acc = _Pld(scheme_of("fixed-batch", None, 1), 1e-3)
+    log_d = math.log(1e-5)
+    with acc.solving():
+        assert acc.for_solve
+        inside = acc.epsilon(0.01, 1.5, 300, log_d)
+    assert not acc.for_solve
+    after = acc.epsilon(0.01, 1.5, 300, log_d)
+    assert after[0] == inside[0]                       # the same upper end, bit for bit
+    assert after[1][0] >= inside[1][0]                 # the forward lower end, recomputed
+    assert (after[1][1] - after[1][0]) / after[1][1] <= 1e-3

@@ -42,6 +42,36 @@ class _Pld:
         self._tri_acc = None             # the add/remove run's accountant (_triangle)
         self._tri_notes: dict = {}       # its fallback note at each point it answered
         self.reduced: set = set()        # (q, σ) whose answers came from the K = 1 bound
+        # set by a solve (σ, q, steps, batch size) whose predicate reads upper ends alone:
+        # see solving()
+        self.for_solve = False
+
+    def solving(self):
+        """Within this block the full brackets are the solver's (``for_solve`` of
+        dpcalc.pld.accountant.epsilon_bounds): the same upper end, bit for bit, without the
+        optimistic side of the last pass (a third to a half of the evaluation at fixed
+        batches).  Not for Poisson replace-one with one example per user: there the lower
+        end decides whether the add/remove run is asked too (_engine), and so the upper
+        end.  The brackets kept are forgotten on leaving, as their lower ends may be looser
+        than a forward question's."""
+        from contextlib import contextmanager
+
+        @contextmanager
+        def block():
+            self.for_solve = not self._triangular()
+            try:
+                yield
+            finally:
+                if self.for_solve:
+                    self._seen = {k: v for k, v in self._seen.items() if k[0] != "e"}
+                self.for_solve = False
+
+        return block()
+
+    def _triangular(self) -> bool:
+        """Whether the add/remove run may bound this scheme too (_engine, _triangle)."""
+        s = self.scheme
+        return s.sampling == "poisson" and s.relation == "replace-one" and s.k == 1
 
     def pair(self, q: float, sigma: float):
         from dpcalc.api.dpsgd_runs import pair_of
@@ -60,8 +90,7 @@ class _Pld:
         through the add/remove run (``_triangle``): the smaller upper end.  (Only there: it
         costs two or three evaluations of the default run, and where the replace-one grid
         is tight it is the larger.)"""
-        if not (self.scheme.sampling == "poisson" and self.scheme.relation == "replace-one"
-                and self.scheme.k == 1):
+        if not self._triangular():
             return self._own(name, q, sigma, steps, arg, **kw)
         from dpcalc.pld import PLDUncertifiable
 
@@ -187,8 +216,9 @@ class _Pld:
             if self.log_participation(q, steps) <= log_delta:
                 self._seen[key] = (0.0, (0.0, 0.0))
                 return self._seen[key]
+            kw = {"for_solve": True} if self.for_solve else {}
             try:
-                lo, up = self._engine("epsilon_bounds", q, sigma, steps, log_delta)
+                lo, up = self._engine("epsilon_bounds", q, sigma, steps, log_delta, **kw)
             except PLDUncertifiable as exc:
                 raise InfeasibleError(f"the PLD grid cannot certify this run ({exc})") from None
             except (ArithmeticError, ValueError):

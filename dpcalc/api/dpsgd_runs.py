@@ -237,7 +237,10 @@ def _solve(acc: _Pld, unknown: str, values: dict, size: int | None):
     from dpcalc.pld.compose import keeping_compositions
 
     with keeping_compositions():  # a probe's quick pass is reused by its full bracket
-        return _solve_one(acc, unknown, values, size)
+        if unknown in ("epsilon", "delta"):
+            return _solve_one(acc, unknown, values, size)
+        with acc.solving():  # the solver's predicates read upper ends alone
+            return _solve_one(acc, unknown, values, size)
 
 
 def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
