@@ -284,3 +284,66 @@ def test_the_solves_brackets_are_not_reported_after_it():
     assert after[0] == inside[0]                       # the same upper end, bit for bit
     assert after[1][0] >= inside[1][0]                 # the forward lower end, recomputed
     assert (after[1][1] - after[1][0]) / after[1][1] <= 1e-3
+
+
+@pytest.mark.parametrize("scheme", SCHEMES + [dict(examples_per_user=3)], ids=str)
+def test_mnist_sigma_solves_take_three_cheap_probes_and_one_full(monkeypatch, scheme):
+    # the first Newton step on the scheme's own CLT slope (clt_slope; the one-example
+    # model's, −1.88, missed K = 2's −1.40 and the secant took a fourth probe), and a full
+    # bound at the secant's root that passes within the settle window is not moved (three
+    # full evaluations 1e-7 apart chased the aim within the bounds' jitter)
+    counts = _count(monkeypatch)
+    r = dpcalc.dpsgd(batch_size=256, dataset_size=60000, epochs=60, epsilon=3, delta=1e-5,
+                     compare=False, **scheme)
+    assert counts["epsilon_upper"] <= 3 and counts["epsilon_bounds"] <= 1, counts
+    got = dpcalc.dpsgd(batch_size=256, dataset_size=60000, epochs=60, sigma=r.value,
+                       delta=1e-5, compare=False, **scheme).value
+    assert 3.0 * (1 - 1e-5) <= got <= 3.0
+
+
+@pytest.mark.parametrize("scheme", SCHEMES + [dict(examples_per_user=3)], ids=str)
+def test_the_schemes_clt_slope_is_near_the_pld_bounds_slope(scheme):
+    # d log ε / d log σ of the scheme's χ² CLT model against the PLD bound's own (a central
+    # difference of the cheap bound at the answer), and likewise for the steps
+    from dpcalc.api._dpsgd_runs_guess import clt_slope
+    from dpcalc.api._runs_pld import _Pld
+    from dpcalc.api.dpsgd_runs import scheme_of
+
+    s = scheme_of(scheme.get("sampling"), scheme.get("relation"),
+                  scheme.get("examples_per_user"))
+    q, steps, log_d = 256 / 60000, 14063, math.log(1e-5)
+    sigma = dpcalc.dpsgd(q=q, steps=steps, epsilon=3, delta=1e-5, compare=False,
+                         **scheme).value
+    acc = _Pld(s, 1e-3)
+    h = 0.01
+    pld = (math.log(acc.upper(q, sigma * (1 + h), steps, log_d))
+           - math.log(acc.upper(q, sigma / (1 + h), steps, log_d))) / (2 * math.log1p(h))
+    model = clt_slope(s, "sigma", q, None, steps, 3.0, log_d)
+    assert model == pytest.approx(pld, rel=0.1), (model, pld)
+    pld_t = (math.log(acc.upper(q, 1.1, 15000, log_d))
+             - math.log(acc.upper(q, 1.1, 13000, log_d))) / math.log(15000 / 13000)
+    at = acc.upper(q, 1.1, 14000, log_d)
+    assert clt_slope(s, "steps", q, 1.1, None, at, log_d) == pytest.approx(pld_t, rel=0.15)
+
+
+def test_secant_guess_keeps_a_full_root_that_settles():
+    # the full bound at the cheap secant's root meets the target within the settle window:
+    # the guess stays there (one full evaluation), where it was moved by a tiny Newton step
+    def full(x):                 # ε = √(T/1000) (1 − 3e-6): passes just below ε = 1
+        return math.exp(0.5 * (x - math.log(1000.0))) * (1 - 3e-6)
+
+    calls = []
+
+    def counted(x):
+        calls.append(x)
+        return full(x)
+
+    cheap = lambda x: full(x) * (1 + 2e-6)  # noqa: E731
+    aim = 1.0 - 1e-6
+    guess, _ = secant_guess(cheap, math.log(900.0), aim, 0.0, 30.0, 0.5, full=counted,
+                            inside=1e-6, settle=1e-5)
+    assert len(calls) == 1 and math.log(guess) == calls[0]
+    assert 1.0 - 1e-5 <= full(calls[0]) <= 1.0
+    calls.clear()            # without the window: moved towards the aimed root
+    secant_guess(cheap, math.log(900.0), aim, 0.0, 30.0, 0.5, full=counted, inside=1e-6)
+    assert len(calls) == 2

@@ -260,6 +260,7 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         AIM,
         aim,
         clt_seed,
+        clt_slope,
         estimate,
         printed_answer,
         readback,
@@ -276,7 +277,8 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
 
         seed = (clt_seed(scheme, "sigma", q, None, steps, eps, log_d)
                 or estimate(rel.clt_sigma_guess, q, steps, eps, log_d) or 1.0)
-        slope = estimate(_clt_slope, q, steps, eps, log_d) or -1.5
+        slope = (clt_slope(scheme, "sigma", q, None, steps, eps, log_d)
+                 or estimate(_clt_slope, q, steps, eps, log_d) or -1.5)
         # every probe at a σ that prints as itself (snapped): the answer needs no read-back
         # evaluation of its own (printed_answer), and the secant's points are the solver's
         def sig(x):
@@ -285,7 +287,7 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         guess, accuracy = secant_guess(lambda x: acc.upper(q, sig(x), steps, log_d),
                                        math.log(seed), aim(eps), -6.9, 13.8, slope,
                                        full=lambda x: acc.epsilon(q, sig(x), steps, log_d)[0],
-                                       inside=AIM)
+                                       inside=AIM, settle=SETTLE_RTOL)
         from dpcalc.api.dpsgd import SIGMA_EVAL_MAX, SIGMA_SOLVE_MIN
 
         def ok_s(s: float) -> bool:
@@ -307,7 +309,8 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         if seed is not None and 1.0 <= seed < 1e10:
             found, _ = secant_guess(
                 lambda x: acc.upper(q, sigma, max(1, round(math.exp(x))), log_d),
-                math.log(seed), eps, 0.0, math.log(1e10), 0.5,
+                math.log(seed), eps, 0.0, math.log(1e10),
+                clt_slope(scheme, "steps", q, sigma, None, eps, log_d) or 0.5,
                 full=lambda x: acc.epsilon(q, sigma, max(1, round(math.exp(x))), log_d)[0])
             guess = max(1, round(found)) if found is not None else None
         most = solve_unknown(STEPS, lambda n: acc.holds(q, sigma, n, eps, log_d),
@@ -342,9 +345,14 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
 
         guess, accuracy = secant_guess(
             lambda x: acc.upper(rate(x), sigma, count(x), log_d),
-            math.log(seed), aim(eps), -745.0, 0.0, 1.0 if steps is not None else 0.5,
+            math.log(seed), aim(eps), -745.0, 0.0,
+            # (with the epochs given ε is a sawtooth in q at the scale 1/T, where a model's
+            # slope no more than the fixed one: K = 2, σ 1.1, 3 epochs took 11 full
+            # evaluations for 4, the secant landing a plateau off)
+            (clt_slope(scheme, "q", None, sigma, steps, eps, log_d) or 1.0)
+            if steps is not None else 0.5,
             full=lambda x: acc.epsilon(rate(x), sigma, count(x), log_d)[0],
-            inside=AIM)
+            inside=AIM, settle=SETTLE_RTOL)
     # 2e-5 on q, as the Poisson add/remove run's solve (the PLD bound is only 1e-3 tight; at
     # 1e-6 the bisection took three more full evaluations, 0.4 s at q 0.02, K = 2)
     def ok_q(r: float) -> bool:
