@@ -241,6 +241,23 @@ def test_a_q_solve_with_the_epochs_given_stays_within_the_steps_dpcalc_accounts_
         dpcalc.dpsgd(sigma=1, epochs=1e9, epsilon=10, delta=1e-5, compare=False, **scheme)
 
 
+@pytest.mark.parametrize("scheme", [{}] + SCHEMES, ids=str)
+def test_a_q_solve_with_more_epochs_than_steps_says_so_naming_the_epochs(scheme):
+    # above 1e10 epochs every q <= 1 gives more steps than dpcalc accounts for: a usage
+    # error about --epochs (it said "--epochs/--q give 1e+12 steps", naming a --q the user
+    # did not give), through the real entry point: one line, exit 2
+    import subprocess
+    import sys
+
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in scheme.items()]
+    run = subprocess.run([sys.executable, "-m", "dpcalc", "dpsgd", "--sigma", "1.1",
+                          "--epochs", "1e12", "--epsilon", "3", "--delta", "1e-5", *flags],
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "--epochs 1e+12" in run.stderr
+    assert "--q" not in run.stderr
+
+
 @pytest.mark.parametrize("scheme", SCHEMES, ids=str)
 def test_the_solves_full_brackets_compose_upper_ends_only_and_keep_the_answer(monkeypatch,
                                                                               scheme):

@@ -50,8 +50,19 @@ MAX_STEPS = 10**10
 
 def rate_floor(values: dict) -> float:
     """The open lower end of a q solve: 0 with the steps given; with the epochs given,
-    epochs/MAX_STEPS (a smaller rate needs more steps than dpcalc accounts for)."""
-    return 0.0 if "steps" in values else float(Fraction(values["epochs"]) / MAX_STEPS)
+    epochs/MAX_STEPS (a smaller rate needs more steps than dpcalc accounts for).
+
+    Raises:
+        DomainError: epochs above MAX_STEPS: every q ≤ 1 gives more steps than that (the
+            message named --q, which a q solve is not given).
+    """
+    if "steps" in values:
+        return 0.0
+    if Fraction(values["epochs"]) > MAX_STEPS:
+        raise DomainError(f"--epochs {values['epochs']:.3g} needs at least that many steps "
+                          f"at every q <= 1 (steps = ⌈epochs/q⌉); dpcalc accounts for at most "
+                          f"{MAX_STEPS:.0e} steps")
+    return float(Fraction(values["epochs"]) / MAX_STEPS)
 
 
 def below_rate_floor(low: float) -> InfeasibleError:
