@@ -275,7 +275,7 @@ def test_the_solves_full_brackets_compose_upper_ends_only_and_keep_the_answer(mo
         return real(*args, **kwargs)
 
     monkeypatch.setattr(pld_accountant, "epsilon_bounds", spy)
-    question = dict(sigma=1.1, epochs=3, epsilon=1.5, delta=1e-5, compare=False, **scheme)
+    question = dict(q=0.01, steps=300, epsilon=1.5, delta=1e-5, compare=False, **scheme)
     r = dpcalc.dpsgd(**question)
     triangular = scheme.get("relation") == "replace-one"
     assert asked and all(a is (not triangular) for a in asked), asked
