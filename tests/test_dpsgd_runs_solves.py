@@ -254,8 +254,12 @@ def test_a_q_solve_with_more_epochs_than_steps_says_so_naming_the_epochs(scheme)
                           "--epochs", "1e12", "--epsilon", "3", "--delta", "1e-5", *flags],
                          capture_output=True, text=True)
     assert run.returncode == 2 and run.stdout == ""
-    assert run.stderr.count("\n") == 1 and "--epochs 1e+12" in run.stderr
+    assert run.stderr.count("\n") == 1 and "--epochs 1e+12 " in run.stderr
     assert "--q" not in run.stderr
+    just = subprocess.run([sys.executable, "-m", "dpcalc", "dpsgd", "--sigma", "1.1",
+                           "--epochs", "1.00000001e10", "--epsilon", "3", "--delta", "1e-5",
+                           *flags], capture_output=True, text=True)
+    assert just.returncode == 2 and "--epochs 10000000100 " in just.stderr   # not "1e+10"
 
 
 @pytest.mark.parametrize("scheme", SCHEMES, ids=str)

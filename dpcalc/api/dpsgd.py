@@ -59,9 +59,10 @@ def rate_floor(values: dict) -> float:
     if "steps" in values:
         return 0.0
     if Fraction(values["epochs"]) > MAX_STEPS:
-        raise DomainError(f"--epochs {values['epochs']:.3g} needs at least that many steps "
-                          f"at every q <= 1 (steps = ⌈epochs/q⌉); dpcalc accounts for at most "
-                          f"{MAX_STEPS:.0e} steps")
+        # (12 digits: just above 1e10 reads as itself, not as the allowed 1e+10)
+        raise DomainError(f"--epochs {float(values['epochs']):.12g} needs at least that many "
+                          f"steps at every q <= 1 (steps = ⌈epochs/q⌉); dpcalc accounts for at "
+                          f"most {MAX_STEPS:.0e} steps")
     return float(Fraction(values["epochs"]) / MAX_STEPS)
 
 
