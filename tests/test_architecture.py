@@ -50,7 +50,9 @@ def _relation_functions():
                 yield f"{info.name}.{name}", fn
 
 
-@pytest.mark.parametrize("name,fn", list(_relation_functions()), ids=lambda v: str(v)[:60])
+# (ids by name: a function's repr holds its address, which differs between processes)
+@pytest.mark.parametrize("name,fn", list(_relation_functions()),
+                         ids=lambda v: v if isinstance(v, str) else v.__name__)
 def test_every_public_relation_cites_a_known_reference(name, fn):
     doc = inspect.getdoc(fn) or ""
     module_doc = inspect.getdoc(inspect.getmodule(fn)) or ""
