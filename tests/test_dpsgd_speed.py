@@ -575,3 +575,25 @@ def test_q_guess_does_not_jump_far_on_a_chord_within_the_bounds_variation(monkey
     assert len(probes) >= 3 and 0.004 < probes[1] < 0.005
     assert min(probes) > -0.011, probes
     assert got == pytest.approx(root, rel=1e-3)
+
+
+def test_epochs_secant_first_step_follows_the_clt_slope(monkeypatch):
+    # RDP's exact answer seeds the steps secant 12 % short at MNIST (σ 1.1, ε 8); a fixed
+    # first step of 2 % left one probe more than a Newton step on the CLT's d log ε / d log T
+    # (half its d log ε / d log q, μ growing like √T) [DRS19]
+    import dpcalc.accountants.dpsgd as accountants
+
+    probes = []
+    for name in ("evaluate", "evaluate_upper"):
+        real = getattr(accountants, name)
+
+        def counted(acc, *args, _real=real, **kwargs):
+            if acc == "pld":
+                probes.append(args)
+            return _real(acc, *args, **kwargs)
+
+        monkeypatch.setattr(accountants, name, counted)
+    q = 256 / 60000
+    r = api.dpsgd(q=q, sigma=1.1, epsilon=8, delta=1e-5, compare=False)
+    assert r.value == 500
+    assert len(probes) <= 5, probes        # 6 with the fixed first step

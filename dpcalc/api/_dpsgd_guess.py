@@ -57,7 +57,14 @@ def steps_guess(acc: Accountant, q: float, sigma: float, epsilon: float,
     try:
         x0 = math.log(t0)
         f0 = f(x0)
-        x1 = x0 + 0.02 if f0 < 0 else x0 - 0.02
+        # first step: Newton on the CLT's d log ε / d log T, half its d log ε / d log q (μ
+        # grows like √T) [DRS19]; else 2 % towards the root.  (The fixed 2 % left the MNIST
+        # epochs secant, seeded 12 % short by RDP, one probe more.)
+        q_slope = _clt_q_slope(epsilon, log_delta)
+        if q_slope is not None and f0 != 0.0:
+            x1 = x0 - max(-0.5, min(0.5, f0 / (0.5 * q_slope)))
+        else:
+            x1 = x0 + 0.02 if f0 < 0 else x0 - 0.02
         for _ in range(6):
             f1 = f(x1)
             if f1 == f0 or not math.isfinite(f1):
