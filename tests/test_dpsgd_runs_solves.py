@@ -368,3 +368,21 @@ def test_secant_guess_keeps_a_full_root_that_settles():
     calls.clear()            # without the window: moved towards the aimed root
     secant_guess(cheap, math.log(900.0), aim, 0.0, 30.0, 0.5, full=counted, inside=1e-6)
     assert len(calls) == 2
+
+
+def test_a_count_solves_failing_neighbour_is_decided_by_the_cheap_bound(monkeypatch):
+    # epochs at MNIST, K = 2: the full bracket at the secant's count was its cheap bound
+    # (the first pass final), so the next count, a likely fail, is decided by the cheap
+    # bound too (as the default run's Accountant.holds): one full bracket, not two
+    counts = _count(monkeypatch)
+    r = dpcalc.dpsgd(batch_size=256, dataset_size=60000, sigma=1.1, epsilon=8, delta=1e-5,
+                     examples_per_user=2, compare=False)
+    assert counts["epsilon_bounds"] <= 1, counts
+    steps = r.parameters["steps"]
+    at = dict(q=256 / 60000, sigma=1.1, delta=1e-5, examples_per_user=2, compare=False)
+    assert dpcalc.dpsgd(steps=steps, **at).value <= 8
+    # the answer is the largest whole epochs whose steps pass (⌊most·q⌋, most the largest
+    # passing count: its neighbour fails under the full bracket too)
+    most = dpcalc.dpsgd(**at, epsilon=8, solve_for="steps").value
+    assert dpcalc.dpsgd(steps=most + 1, **at).value > 8
+    assert r.value == math.floor(most * 256 / 60000)

@@ -45,6 +45,10 @@ class _Pld:
         # set by a solve (σ, q, steps, batch size) whose predicate reads upper ends alone:
         # see solving()
         self.for_solve = False
+        self._cheap: dict = {}           # the cheap upper bound of points, where finite
+        # whether the last full bracket's upper end was its point's cheap bound (the first
+        # pass final): a likely fail is then decided by the cheap bound (holds)
+        self._first_pass_final = False
 
     def solving(self):
         """Within this block the full brackets are the solver's (``for_solve`` of
@@ -227,6 +231,7 @@ class _Pld:
                 # helper-52): the pessimistic first pass alone is a certified upper end
                 lo, up = 0.0, self._upper_only(q, sigma, steps, log_delta)
             self._seen[key] = (up, (lo, up))
+            self._first_pass_final = up == self._cheap.get(key)
         return self._seen[key]
 
     def _upper_only(self, q, sigma, steps, log_delta) -> float:
@@ -263,9 +268,15 @@ class _Pld:
         if self.log_participation(q, steps) <= log_delta:
             return 0.0
         try:
-            return self._engine("epsilon_upper", q, sigma, steps, log_delta)
+            return self._keep_cheap((q, sigma, steps, log_delta), self._engine(
+                "epsilon_upper", q, sigma, steps, log_delta))
         except (PLDUncertifiable, ArithmeticError, ValueError):
             return math.inf
+
+    def _keep_cheap(self, point: tuple, value: float) -> float:
+        if 0.0 <= value < math.inf:
+            self._cheap[("e", *point)] = value
+        return value
 
     def holds(self, q, sigma, steps, epsilon, log_delta) -> bool:
         # the reported ε's upper end (as the default accountant does): a solved value then
@@ -277,15 +288,21 @@ class _Pld:
 
             if self.log_participation(q, steps) <= log_delta:
                 return True
-            if self._likely_fails(q, sigma, steps, epsilon, log_delta):
+            likely = self._likely_fails(q, sigma, steps, epsilon, log_delta)
+            if likely and not self._first_pass_final:
                 return self._certified(q, sigma, steps, epsilon, log_delta)
             try:
-                quick = self._engine("epsilon_upper", q, sigma, steps, log_delta,
-                                     stop_above=epsilon)
+                quick = self._keep_cheap((q, sigma, steps, log_delta), self._engine(
+                    "epsilon_upper", q, sigma, steps, log_delta, stop_above=epsilon))
             except (PLDUncertifiable, ArithmeticError, ValueError):
                 quick = math.inf
             if quick <= epsilon:
                 return True
+            if likely:
+                # the full bracket next to it changed nothing: the cheap bound decides the
+                # fail too (as the default run's Accountant.holds; a fail is never unsafe:
+                # an answer is always a point whose own bound passed)
+                return False
         return self._certified(q, sigma, steps, epsilon, log_delta)
 
     def settles(self, q, sigma, steps, epsilon, log_delta, rtol) -> bool:
