@@ -208,9 +208,9 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
     extra: dict = {}
     if curve:
         extra["curve"] = _pld_curve(acc, values, tolerance)
-        # the answer certifies (ε, δ) at the run's length, whichever unknown was solved,
-        # and both are upper bounds: the curve ends on the smaller (dpsgd_curve.answer_curve)
-        extra["curve"][-1]["epsilon"] = min(extra["curve"][-1]["epsilon"], values["epsilon"])
+        # the answer certifies (ε, δ) at the run's length, whichever unknown was solved:
+        # the curve ends on the answer's ε (dpsgd_curve.answer_curve)
+        extra["curve"][-1]["epsilon"] = values["epsilon"]
     direction = "upper" if unknown.name in ("epsilon", "delta", "sigma") else "lower"
     return Result(
         command="dpsgd", solved_for=unknown_name, value=parameters.get(unknown_name, value),
