@@ -386,3 +386,26 @@ def test_a_count_solves_failing_neighbour_is_decided_by_the_cheap_bound(monkeypa
     most = dpcalc.dpsgd(**at, epsilon=8, solve_for="steps").value
     assert dpcalc.dpsgd(steps=most + 1, **at).value > 8
     assert r.value == math.floor(most * 256 / 60000)
+
+
+def test_secant_guess_keeps_a_newton_point_that_settles():
+    # the full bound at the cheap root lies 0.15 % below: a Newton step moves it; the full
+    # bound at the Newton point meets the target within the window, and the guess is that
+    # point (the solver's first probe, already evaluated) where a further secant step moved
+    # it by 1e-9 to a point the solver then evaluated in full (q with 60 epochs, fixed
+    # batches: three full brackets for two)
+    def full(x):                 # ε = √(T/1000)·(1 − 5e-6 + 1e-7 (x − log 1000)²)
+        u = x - math.log(1000.0)
+        return math.exp(0.5 * u) * (1 - 5e-6 + 1e-7 * u * u)
+
+    calls = []
+
+    def counted(x):
+        calls.append(x)
+        return full(x)
+
+    cheap = lambda x: full(x) * (1 + 1.5e-3)  # noqa: E731
+    guess, _ = secant_guess(cheap, math.log(900.0), 1.0 - 5e-6, 0.0, 30.0, 0.5,
+                            full=counted, inside=5e-6, settle=1e-5)
+    assert len(calls) == 2 and math.log(guess) == calls[-1]
+    assert 1.0 - 1e-5 <= full(calls[-1]) <= 1.0

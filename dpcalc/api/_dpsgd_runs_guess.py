@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from dpcalc.api._common import SETTLE_RTOL
 from dpcalc.errors import DpcalcError
 
 #: the secant stops once its own step is below this in the log of the unknown
@@ -109,6 +110,8 @@ def _full_root(f, full, x: float, chord: float, accuracy: float, lo: float, hi: 
         f1 = f(x1, full)
     except (ArithmeticError, ValueError, DpcalcError):
         return x1, max(accuracy, 0.25 * abs(move))
+    if settled is not None and settled[0] <= f1 <= settled[1]:
+        return x1, accuracy      # the Newton point passes within the window: an answer
     if f1 == f0 or (f1 - f0) * chord <= 0.0:
         return x1, max(accuracy, 0.25 * abs(move))
     step = max(-abs(move), min(abs(move), -f1 * (x1 - x) / (f1 - f0)))
@@ -117,16 +120,21 @@ def _full_root(f, full, x: float, chord: float, accuracy: float, lo: float, hi: 
     return min(max(x1 + step, lo), hi), max(0.5 * abs(step), 1e-7)
 
 
-AIM = 1e-6   # how far inside the target (relative) the σ and q secants aim (aim)
+#: how far inside the target (relative) the σ and q secants aim (aim): the middle of the
+#: settle window, as the default run's secants
+AIM = SETTLE_RTOL / 2
 
 
 def aim(epsilon: float) -> float:
-    """The ε a σ or q secant aims at: 1e-6 (relative) inside the target, above the PLD
+    """The ε a σ or q secant aims at: AIM (5e-6, relative) inside the target, above the PLD
     bound's jitter between neighbouring values (its grid follows σ and q: ~1e-9 at K = 2,
     up to 4e-7 with fixed batches). A root met exactly left the printed answer's read-back
     neighbour failing on that jitter, and printed_answer then paid two to four full
-    evaluations to step past it (σ at MNIST, fixed batches, 60 epochs). The answer moves by
-    ~1e-6, inside the solves' accuracy (2e-5)."""
+    evaluations to step past it (σ at MNIST, fixed batches, 60 epochs).  In the middle of
+    the settle window (a full bound within SETTLE_RTOL below the target ends the solve):
+    at 1e-6 a Newton point on the full bound landed 5e-6 above the target and cost a third
+    full bracket (q with 60 epochs, fixed batches).  The answer moves by ~5e-6, inside the
+    solves' accuracy (2e-5)."""
     return epsilon * (1.0 - AIM)
 
 
