@@ -597,3 +597,18 @@ def test_epochs_secant_first_step_follows_the_clt_slope(monkeypatch):
     r = api.dpsgd(q=q, sigma=1.1, epsilon=8, delta=1e-5, compare=False)
     assert r.value == 500
     assert len(probes) <= 5, probes        # 6 with the fixed first step
+
+
+def test_epochs_secant_met_on_the_cheap_bound_moves_to_the_full_root(monkeypatch):
+    # random case 54 of benchmarks/bench_dpsgd_random.py: the steps secant met its root on
+    # the cheap bound (taken as it is where it passes, above δ = e^-50), 3e-4 short of the
+    # full bound's, and the integer search galloped out by 1e-6·2^k: 10 full evaluations.
+    # A Newton step on the full bound at the secant's last probe starts it near the root.
+    counts = _count_evaluations(monkeypatch)
+    q, sigma, eps, delta = 6.545e-05, 1.035, 16.81, 3.583e-16
+    r = api.dpsgd(q=q, sigma=sigma, epsilon=eps, delta=delta, compare=False)
+    assert counts["pld"] <= 4, counts
+    ld = math.log(r.parameters["delta"])
+    e = r.value
+    assert pld.epsilon_bounds(q, sigma, api.steps_for(e, q), ld)[1] <= eps
+    assert pld.epsilon_bounds(q, sigma, api.steps_for(e + 1, q), ld)[1] > eps
