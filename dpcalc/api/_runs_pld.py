@@ -5,6 +5,7 @@ sound shortcuts and reductions described on ``_Pld``."""
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from dpcalc.errors import InfeasibleError
@@ -50,6 +51,7 @@ class _Pld:
         # pass final): a likely fail is then decided by the cheap bound (holds)
         self._first_pass_final = False
 
+    @contextmanager
     def solving(self):
         """Within this block the full brackets are the solver's (``for_solve`` of
         dpcalc.pld.accountant.epsilon_bounds): the same upper end, bit for bit, without the
@@ -58,19 +60,13 @@ class _Pld:
         end decides whether the add/remove run is asked too (_engine), and so the upper
         end.  The brackets kept are forgotten on leaving, as their lower ends may be looser
         than a forward question's."""
-        from contextlib import contextmanager
-
-        @contextmanager
-        def block():
-            self.for_solve = not self._triangular()
-            try:
-                yield
-            finally:
-                if self.for_solve:
-                    self._seen = {k: v for k, v in self._seen.items() if k[0] != "e"}
-                self.for_solve = False
-
-        return block()
+        self.for_solve = not self._triangular()
+        try:
+            yield
+        finally:
+            if self.for_solve:
+                self._seen = {k: v for k, v in self._seen.items() if k[0] != "e"}
+            self.for_solve = False
 
     def _triangular(self) -> bool:
         """Whether the add/remove run may bound this scheme too (_engine, _triangle)."""

@@ -347,7 +347,7 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
             lambda x: acc.upper(rate(x), sigma, count(x), log_d),
             math.log(seed), aim(eps), -745.0, 0.0,
             # (with the epochs given ε is a sawtooth in q at the scale 1/T, where a model's
-            # slope no more than the fixed one: K = 2, σ 1.1, 3 epochs took 11 full
+            # slope helps no more than the fixed one: K = 2, σ 1.1, 3 epochs took 11 full
             # evaluations for 4, the secant landing a plateau off)
             (clt_slope(scheme, "q", None, sigma, steps, eps, log_d) or 1.0)
             if steps is not None else 0.5,
