@@ -221,3 +221,90 @@ def clt_q_guess(sigma: float, epsilon: float, log_delta: float, steps: int | Non
     else:
         q = mu * mu / (epochs * g)  # μ² = q·epochs·(e^{1/σ²} − 1)  [DRS19, Sec 5]
     return q if math.isfinite(q) and 0 < q < 1 else None
+
+
+def _log_em1(epsilon: float) -> float:
+    """log(e^ε − 1) for ε > 0, without overflow."""
+    return epsilon + math.log(-math.expm1(-epsilon))
+
+
+def tail_sigma_guess(q: float, epsilon: float, log_delta: float) -> float | None:
+    """An estimate (not a bound) of the σ at which one Poisson-sampled Gaussian step meets
+    (ε, δ): amplification by sampling, (log(1 + q(e^ε₀ − 1)), qδ₀) [BBG18, Thm 8], of the
+    Gaussian's ε₀ at δ₀ = δ/q, with δ₀ from its dominant term Φc(ε₀σ − 1/(2σ)) [BW18, Thm 8]
+    (the other term only lowers δ₀).  Where one sampled step with a large loss is what δ
+    measures (few sampled steps, far in the tail) it is close: on the 22 of the 50 σ solves
+    of benchmarks/bench_dpsgd_random.py where it exceeds the Gaussian-DP CLT's estimate
+    (clt_sigma_guess), 0.79–1.02 times the PLD's σ for T steps, where the CLT's was 0.09–0.73
+    times it.  T steps only need more noise, so it mostly estimates from below.  Seeds
+    solvers only; None where undefined."""
+    from dpcalc.mechanisms._normal import _z_for_log_tail
+
+    if not (0.0 < q <= 1.0 and epsilon > 0.0 and log_delta < 0.0):
+        return None
+    # ε₀ = log(1 + (e^ε − 1)/q), in logs (e^ε overflows long before ε₀ does)
+    log_ratio = _log_em1(epsilon) - math.log(q)
+    eps0 = log_ratio + math.log1p(math.exp(-log_ratio)) if log_ratio > 0.0 \
+        else math.log1p(math.exp(log_ratio))
+    w = _z_for_log_tail(min(log_delta - math.log(q), -1e-300))   # ε₀σ − 1/(2σ) = w
+    if not (eps0 > 0.0 and w > 0.0):
+        return None
+    sigma = (w + math.sqrt(w * w + 2.0 * eps0)) / (2.0 * eps0)
+    return sigma if math.isfinite(sigma) and sigma > 0.0 else None
+
+
+def tail_q_guess(sigma: float, epsilon: float, log_delta: float) -> float | None:
+    """An estimate (not a bound) of the rate q at which one Poisson-sampled Gaussian step
+    with noise σ meets (ε, δ): ``tail_sigma_guess`` solved for q instead [BBG18, Thm 8; BW18,
+    Thm 8].  With δ₀ = δ/q, ε₀ grows with q, so g(log q) = log q − log(e^ε − 1) +
+    log(e^ε₀ − 1) is increasing and its root is found by regula falsi (Illinois) on
+    [−745, 0]; 1 when even q = 1 meets the target.  T steps only allow a smaller rate, so it
+    mostly estimates from above.  Seeds solvers only; None where undefined."""
+    from dpcalc.mechanisms._normal import _z_for_log_tail
+
+    if not (sigma > 0.0 and epsilon > 0.0 and log_delta < 0.0):
+        return None
+    target = _log_em1(epsilon)
+
+    def g(log_q: float) -> float:
+        w = _z_for_log_tail(log_delta - log_q)
+        return log_q - target + _log_em1((w + 0.5 / sigma) / sigma)   # ε₀σ − 1/(2σ) = w
+
+    a, b = -745.0, 0.0          # g(a) < 0 < g(b): a bracket, kept by every step
+    ga, gb = g(a), g(b)
+    if gb <= 0.0:
+        return 1.0
+    if ga >= 0.0:
+        return None
+    # secant steps from q = 1 (g is nearly linear: ε₀ moves with log q only through w),
+    # a bisection where a step would leave the bracket
+    x0, g0, c = b, gb, min(0.0, target - _log_em1(0.5 / (sigma * sigma)))
+    for _ in range(60):
+        c = min(max(c, a), b)
+        gc = g(c)
+        if gc < 0.0:
+            a = c
+        else:
+            b = c
+        if gc == 0.0 or b - a < 1e-10:
+            break
+        nxt = c - gc * (c - x0) / (gc - g0) if gc != g0 else 0.5 * (a + b)
+        x0, g0 = c, gc
+        c = nxt if a < nxt < b and abs(nxt - c) < 1e-10 * max(1.0, abs(c)) + (b - a) \
+            else 0.5 * (a + b)
+        if abs(x0 - c) < 1e-10 * max(1.0, abs(c)):
+            break
+    return math.exp(c) if c > -745.0 else None
+
+
+def log_slope(estimate, epsilon: float, rate: bool) -> float | None:
+    """d log ε / d log x of an estimate ε ↦ x of the unknown (a seed's model), by a central
+    difference over ε ± 1 %: for a rate (``rate``) in (0.05, 20), else (σ) negative; None
+    when undefined or outside."""
+    hi, lo = estimate(epsilon * 1.01), estimate(epsilon / 1.01)
+    if hi is None or lo is None or not (hi > 0 and lo > 0) or hi == lo:
+        return None
+    slope = 2.0 * math.log(1.01) / (math.log(hi) - math.log(lo))
+    if not math.isfinite(slope):
+        return None
+    return slope if (0.05 < slope < 20 if rate else slope < 0) else None
