@@ -257,3 +257,31 @@ def test_a_curve_below_the_pld_rates_ends_on_the_fallback_answer():
               compare=False)
     assert r.method == "strong"
     assert r.extra["curve"][-1]["epsilon"] == r.value
+
+
+@pytest.mark.parametrize("q,sigma,steps,eps", [
+    (0.01, 5.0, 10000, 1.0), (0.1, 10.0, 100, 1.0), (0.0008672, 76.75, 1525, 3.813),
+    (1e-5, 50.0, 10, 0.01),
+])
+def test_strong_delta_solve_is_tight_with_few_evaluations(monkeypatch, q, sigma, steps, eps):
+    """The strong-composition δ solve (a δ question's comparison row, and the fallback far
+    below the double range: random case 163 of benchmarks/bench_dpsgd_random.py) is seeded
+    by a secant on log(−log δ): 10-14 evaluations of the optimised ε where the bisection
+    from scratch took 43-51 (each a minimisation over the δ split)."""
+
+    from dpcalc.accountants import dpsgd as acc_mod
+    from dpcalc.relations import dpsgd as rel
+
+    real = rel.strong_epsilon
+    calls = []
+
+    def counted(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(rel, "strong_epsilon", counted)
+    log_delta, _ = acc_mod.STRONG.log_delta(q, sigma, steps, eps, 1e-3)
+    assert len(calls) <= 16, len(calls)
+    u = -log_delta
+    assert real(q, sigma, steps, -u)[0] <= eps                      # the answer passes
+    assert real(q, sigma, steps, -u * (1 + 1e-11))[0] > eps         # and is tight
