@@ -216,12 +216,9 @@ def smallest_passing(holds: Predicate, *, low: float, high: float, low_open: boo
         InfeasibleError: no x up to ``high`` passes.
     """
     holds = _memo(holds)
-    inside = guess is not None and low < guess < high
-    # a guess inside the domain is probed first: ``low`` is probed only if the search gets
-    # there (it fails wherever the guess fails: monotone), as it may cost a full evaluation
-    if not inside and not low_open and _passes(holds, low):
+    if not low_open and _passes(holds, low):
         return low
-    x = guess if inside else _start(low, high)
+    x = guess if guess is not None and low < guess < high else _start(low, high)
     closed_form = guess is not None and x == guess and guess_rtol <= CLOSED_FORM_RTOL
     if closed_form and not _passes(holds, x):
         x = _nudge_to_pass(holds, x, math.inf)  # a closed form a few ulps optimistic
@@ -280,12 +277,9 @@ def largest_passing(holds: Predicate, *, low: float, high: float, high_open: boo
         InfeasibleError: no x above ``low`` passes (or every x passes and ``high`` is inf).
     """
     holds = _memo(holds)
-    inside = guess is not None and low < guess < high
-    # as in smallest_passing: with a guess inside, ``high`` only if the search gets there
-    # (a q solve probed q = 1 first, 49 ms of issue 13's 60-epoch rate question)
-    if not inside and not high_open and not math.isinf(high) and _passes(holds, high):
+    if not high_open and not math.isinf(high) and _passes(holds, high):
         return high
-    x = guess if inside else _start(low, high)
+    x = guess if guess is not None and low < guess < high else _start(low, high)
     closed_form = guess is not None and x == guess and guess_rtol <= CLOSED_FORM_RTOL
     if closed_form and not _passes(holds, x):
         x = _nudge_to_pass(holds, x, -math.inf)
@@ -297,8 +291,6 @@ def largest_passing(holds: Predicate, *, low: float, high: float, high_open: boo
             if above >= high:
                 if math.isinf(high):
                     raise InfeasibleError(f"every {name} meets the target (no largest value)")
-                if inside and not high_open and _passes(holds, high):
-                    return high
                 return _bisect(holds, high, ok, rtol)
             if not _passes(holds, above):
                 return _bisect(holds, above, ok, rtol)

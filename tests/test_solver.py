@@ -66,39 +66,3 @@ def test_infeasible_raises():
         largest_passing_int(lambda k: False, low=1, name="k")
     with pytest.raises(InfeasibleError):
         largest_passing(lambda v: False, low=0.0, high=1.0, high_open=False, name="q")
-
-
-@given(threshold=st.floats(1e-6, 2.0), guess=st.floats(1e-6, 0.999))
-def test_a_guessed_rate_search_probes_the_closed_top_only_if_it_climbs_there(threshold, guess):
-    probed = []
-
-    def holds(v):
-        probed.append(v)
-        return v <= threshold
-
-    x = largest_passing(holds, low=0.0, high=1.0, high_open=False, name="q", guess=guess)
-    if threshold >= 1.0:
-        assert x == 1.0          # the closed end itself, when it passes
-    else:
-        assert threshold * (1 - 1e-11) <= x <= threshold
-    if guess > threshold:        # (monotone: every point above a failing guess fails)
-        assert 1.0 not in probed
-    assert probed[0] == guess    # the guess first, not the end of the domain
-
-
-@given(threshold=st.floats(0.0, 10.0), guess=st.floats(0.5, 100.0))
-def test_a_guessed_search_probes_the_closed_bottom_only_if_it_descends_there(threshold, guess):
-    probed = []
-
-    def holds(v):
-        probed.append(v)
-        return v >= threshold
-
-    x = smallest_passing(holds, low=0.0, high=math.inf, low_open=False, name="ε", guess=guess)
-    if threshold == 0.0:
-        assert x == 0.0
-    else:
-        assert threshold <= x <= threshold * (1 + 1e-11)
-    if guess < threshold:
-        assert 0.0 not in probed
-    assert probed[0] == guess
