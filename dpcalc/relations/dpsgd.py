@@ -235,13 +235,20 @@ def tail_sigma_guess(q: float, epsilon: float, log_delta: float) -> float | None
     (the other term only lowers δ₀).  Where one sampled step with a large loss is what δ
     measures (few sampled steps, far in the tail) it is close: on the 22 of the 50 σ solves
     of benchmarks/bench_dpsgd_random.py where it exceeds the Gaussian-DP CLT's estimate
-    (clt_sigma_guess), 0.79–1.02 times the PLD's σ for T steps, where the CLT's was 0.09–0.73
+    (clt_sigma_guess), 0.79–1.02 times the PLD's σ for T steps, where the CLT's was 0.09–0.75
     times it.  T steps only need more noise, so it mostly estimates from below.  Seeds
     solvers only; None where undefined."""
+    if not (0.0 < q <= 1.0 and epsilon > 0.0 and -1e4 < log_delta < 0.0):
+        return None
+    try:
+        return _tail_sigma(q, epsilon, log_delta)
+    except (ArithmeticError, ValueError):
+        return None
+
+
+def _tail_sigma(q: float, epsilon: float, log_delta: float) -> float | None:
     from dpcalc.mechanisms._normal import _z_for_log_tail
 
-    if not (0.0 < q <= 1.0 and epsilon > 0.0 and log_delta < 0.0):
-        return None
     # ε₀ = log(1 + (e^ε − 1)/q), in logs (e^ε overflows long before ε₀ does)
     log_ratio = _log_em1(epsilon) - math.log(q)
     eps0 = log_ratio + math.log1p(math.exp(-log_ratio)) if log_ratio > 0.0 \
@@ -257,13 +264,21 @@ def tail_q_guess(sigma: float, epsilon: float, log_delta: float) -> float | None
     """An estimate (not a bound) of the rate q at which one Poisson-sampled Gaussian step
     with noise σ meets (ε, δ): ``tail_sigma_guess`` solved for q instead [BBG18, Thm 8; BW18,
     Thm 8].  With δ₀ = δ/q, ε₀ grows with q, so g(log q) = log q − log(e^ε − 1) +
-    log(e^ε₀ − 1) is increasing and its root is found by regula falsi (Illinois) on
-    [−745, 0]; 1 when even q = 1 meets the target.  T steps only allow a smaller rate, so it
+    log(e^ε₀ − 1) is increasing and its root is found by secant steps inside a bracket on
+    [−745, 0] (a bisection where a step would leave it); 1 when even q = 1 meets the target
+    (an estimate capped there, not a root).  T steps only allow a smaller rate, so it
     mostly estimates from above.  Seeds solvers only; None where undefined."""
+    if not (0.0 < sigma < 1e100 and epsilon > 0.0 and -1e4 < log_delta < 0.0):
+        return None
+    try:
+        return _tail_q(sigma, epsilon, log_delta)
+    except (ArithmeticError, ValueError):
+        return None
+
+
+def _tail_q(sigma: float, epsilon: float, log_delta: float) -> float | None:
     from dpcalc.mechanisms._normal import _z_for_log_tail
 
-    if not (sigma > 0.0 and epsilon > 0.0 and log_delta < 0.0):
-        return None
     target = _log_em1(epsilon)
 
     def g(log_q: float) -> float:
