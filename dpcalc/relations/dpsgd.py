@@ -238,10 +238,14 @@ def tail_sigma_guess(q: float, epsilon: float, log_delta: float) -> float | None
     (clt_sigma_guess), 0.79–1.02 times the PLD's σ for T steps, where the CLT's was 0.09–0.75
     times it.  T steps only need more noise, so it mostly estimates from below.  Seeds
     solvers only; None where undefined."""
-    if not (0.0 < q <= 1.0 and epsilon > 0.0 and -1e4 < log_delta < 0.0):
-        return None
+    inside = 0.0 < q <= 1.0 and epsilon > 0.0 and -1e4 < log_delta < 0.0
+    return _or_none(_tail_sigma, q, epsilon, log_delta) if inside else None
+
+
+def _or_none(estimate, *args) -> float | None:
+    """An estimate, or None where its arithmetic fails (it only seeds a solver)."""
     try:
-        return _tail_sigma(q, epsilon, log_delta)
+        return estimate(*args)
     except (ArithmeticError, ValueError):
         return None
 
@@ -268,12 +272,8 @@ def tail_q_guess(sigma: float, epsilon: float, log_delta: float) -> float | None
     [−745, 0] (a bisection where a step would leave it); 1 when even q = 1 meets the target
     (an estimate capped there, not a root).  T steps only allow a smaller rate, so it
     mostly estimates from above.  Seeds solvers only; None where undefined."""
-    if not (0.0 < sigma < 1e100 and epsilon > 0.0 and -1e4 < log_delta < 0.0):
-        return None
-    try:
-        return _tail_q(sigma, epsilon, log_delta)
-    except (ArithmeticError, ValueError):
-        return None
+    inside = 0.0 < sigma < 1e100 and epsilon > 0.0 and -1e4 < log_delta < 0.0
+    return _or_none(_tail_q, sigma, epsilon, log_delta) if inside else None
 
 
 def _tail_q(sigma: float, epsilon: float, log_delta: float) -> float | None:
