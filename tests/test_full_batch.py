@@ -172,3 +172,33 @@ def test_below_one_the_pld_grid_still_answers():
     assert not any("its exact profile" in n for n in out.notes)
     # sampling at 0.999 is no less private than at 1
     assert out.value <= pld.epsilon_bounds(1.0, 10.0, 100, math.log(1e-5))[1] * (1 + 1e-3)
+
+
+@settings(max_examples=120, deadline=None)
+@given(sigma=st.floats(0.05, 50.0), steps=st.integers(1, 10**6),
+       log_delta=st.floats(-700.0, -0.8))
+def test_the_quick_upper_end_is_the_brackets_without_mpmath_decisions(sigma, steps, log_delta):
+    # the bisection's probes where δ(ε) is certainly above 1/2 are decided in doubles (the
+    # upper bound there came from mpmath): the same ε, bit for bit
+    from dpcalc.relations import gaussian
+
+    fast = full_batch.epsilon_upper(sigma, steps, log_delta)
+    assert fast == pld.epsilon_upper(1.0, sigma, steps, log_delta)
+    assert fast == full_batch.epsilon_bounds(sigma, steps, log_delta)[1]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gaussian, "_LOG_HALF", -math.inf)          # no decision in doubles
+        assert full_batch.epsilon_upper(sigma, steps, log_delta) == fast
+
+
+def test_a_rate_solve_probes_the_full_batch_without_mpmath():
+    # the solver's first probe, q = 1, fails on its closed form: the full bracket's lower
+    # end (certified in mpmath, whose import cost 49 ms) is not asked for
+    import subprocess
+    import sys
+
+    code = ("import importlib, sys; api = importlib.import_module('dpcalc.api.dpsgd'); "
+            "r = api.dpsgd(sigma=1.1, epochs=60, epsilon=3, delta=1e-5, compare=False); "
+            "print(r.value, 'mpmath' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert 0.006 < float(out[0]) < 0.007 and out[1] == "False"

@@ -37,6 +37,15 @@ def log_delta_bounds(sigma: float, steps: int, epsilon: float) -> tuple[float, f
     return min(lower, upper), upper
 
 
+def epsilon_upper(sigma: float, steps: int, log_delta: float) -> float:
+    """The upper end of ``epsilon_bounds`` alone, the same number (its lower end is
+    certified in mpmath: a solver's probe of the full batch does not need it).
+
+    References: BW18, DRS19.
+    """
+    return gaussian.analytic_epsilon(sigma, log_delta, _root_steps(steps, True))[0]
+
+
 def epsilon_bounds(sigma: float, steps: int, log_delta: float) -> tuple[float, float]:
     """Bracket (lower, upper) on ε(δ) of T full-batch steps: the upper end passes the exact
     profile's upper bound on δ; the lower end is a point where its lower bound on δ still

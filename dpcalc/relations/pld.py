@@ -135,8 +135,7 @@ def epsilon_upper(q: float, noise_multiplier: float, steps: int, log_delta: floa
     _validate(q, noise_multiplier, [steps], tolerance)
     _check_log_delta(log_delta)
     if q == 1.0:
-        return full_batch.epsilon_bounds(float(noise_multiplier), int(steps),
-                                         float(log_delta))[1]
+        return full_batch.epsilon_upper(float(noise_multiplier), int(steps), float(log_delta))
     pair = SubsampledGaussian(float(q), float(noise_multiplier))
     return _acc.epsilon_upper([(pair, int(steps))], float(log_delta), float(tolerance),
                               stop_above)
