@@ -215,21 +215,19 @@ def clt_seed(scheme, unknown: str, q, sigma, steps, epsilon: float, log_delta: f
 def clt_slope(scheme, unknown: str, q, sigma, steps, epsilon: float, log_delta: float,
               epochs: float | None = None) -> float | None:
     """d log ε / d log x of the scheme's own CLT model (clt_seed) at the target, x the
-    ``unknown`` (σ, steps or q), by a central difference in ε: the secants' first step.
+    ``unknown`` (σ, steps or q), by relations.dpsgd.log_slope: the secants' first step.
     The one-example Poisson model's slope missed K = 2 by a third (σ at MNIST: −1.88 for
     the PLD's −1.40, and the secant took one more evaluation); the scheme's own is −1.39.
     None where the model gives no estimate (an estimate only: any slope is safe)."""
-    h = 1e-3
-    try:
-        up = clt_seed(scheme, unknown, q, sigma, steps, epsilon * (1.0 + h), log_delta, epochs)
-        down = clt_seed(scheme, unknown, q, sigma, steps, epsilon / (1.0 + h), log_delta,
-                        epochs)
-        if up is None or down is None or up == down:
+    from dpcalc.relations import dpsgd as rel
+
+    def model(e: float) -> float | None:
+        try:
+            return clt_seed(scheme, unknown, q, sigma, steps, e, log_delta, epochs)
+        except (ArithmeticError, ValueError):
             return None
-        slope = 2.0 * math.log1p(h) / (math.log(up) - math.log(down))
-    except (ArithmeticError, ValueError):
-        return None
-    return slope if math.isfinite(slope) and slope != 0.0 else None
+
+    return rel.log_slope(model, epsilon, rate=unknown != "sigma")
 
 
 def readback(x: float, param) -> float:
