@@ -223,11 +223,6 @@ def clt_q_guess(sigma: float, epsilon: float, log_delta: float, steps: int | Non
     return q if math.isfinite(q) and 0 < q < 1 else None
 
 
-def _log_em1(epsilon: float) -> float:
-    """log(e^ε − 1) for ε > 0, without overflow."""
-    return epsilon + math.log(-math.expm1(-epsilon))
-
-
 def tail_sigma_guess(q: float, epsilon: float, log_delta: float) -> float | None:
     """An estimate (not a bound) of the σ at which one Poisson-sampled Gaussian step meets
     (ε, δ): amplification by sampling, (log(1 + q(e^ε₀ − 1)), qδ₀) [BBG18, Thm 8], of the
@@ -252,9 +247,10 @@ def _or_none(estimate, *args) -> float | None:
 
 def _tail_sigma(q: float, epsilon: float, log_delta: float) -> float | None:
     from dpcalc.mechanisms._normal import _z_for_log_tail
+    from dpcalc.numeric.logspace import log_expm1
 
     # ε₀ = log(1 + (e^ε − 1)/q), in logs (e^ε overflows long before ε₀ does)
-    log_ratio = _log_em1(epsilon) - math.log(q)
+    log_ratio = log_expm1(epsilon) - math.log(q)
     eps0 = log_ratio + math.log1p(math.exp(-log_ratio)) if log_ratio > 0.0 \
         else math.log1p(math.exp(log_ratio))
     w = _z_for_log_tail(min(log_delta - math.log(q), -1e-300))   # ε₀σ − 1/(2σ) = w
@@ -278,12 +274,13 @@ def tail_q_guess(sigma: float, epsilon: float, log_delta: float) -> float | None
 
 def _tail_q(sigma: float, epsilon: float, log_delta: float) -> float | None:
     from dpcalc.mechanisms._normal import _z_for_log_tail
+    from dpcalc.numeric.logspace import log_expm1
 
-    target = _log_em1(epsilon)
+    target = log_expm1(epsilon)
 
     def g(log_q: float) -> float:
         w = _z_for_log_tail(log_delta - log_q)
-        return log_q - target + _log_em1((w + 0.5 / sigma) / sigma)   # ε₀σ − 1/(2σ) = w
+        return log_q - target + log_expm1((w + 0.5 / sigma) / sigma)   # ε₀σ − 1/(2σ) = w
 
     a, b = -745.0, 0.0          # g(a) < 0 < g(b): a bracket, kept by every step
     ga, gb = g(a), g(b)
@@ -293,7 +290,7 @@ def _tail_q(sigma: float, epsilon: float, log_delta: float) -> float | None:
         return None
     # secant steps from q = 1 (g is nearly linear: ε₀ moves with log q only through w),
     # a bisection where a step would leave the bracket
-    x0, g0, c = b, gb, min(0.0, target - _log_em1(0.5 / (sigma * sigma)))
+    x0, g0, c = b, gb, min(0.0, target - log_expm1(0.5 / (sigma * sigma)))
     for _ in range(60):
         c = min(max(c, a), b)
         gc = g(c)
