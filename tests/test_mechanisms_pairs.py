@@ -186,3 +186,39 @@ def test_binomial_weights_within_their_error_bound(k, q):
             exact = mpmath.log(mpmath.binomial(k, j)) + j * mpmath.log(qq) + (k - j) * \
                 mpmath.log1p(-qq)
             assert abs(lw[j] - float(exact)) <= err[j]
+
+
+def _mp_fixed_batch_tails(p: float, sigma: float, ell: float):
+    """log P*(L > ℓ), log P*(L ≤ ℓ), log Q*(L > ℓ), log Q*(L ≤ ℓ) of the symmetrised pair in
+    mpmath, from R's closed threshold x(|ℓ|) = 1 + (σ²/2)·log1p(expm1(|ℓ|)/p)."""
+    with mpmath.workdps(DPS):
+        s, pp, a = mpmath.mpf(sigma), mpmath.mpf(p), abs(mpmath.mpf(ell))
+        x = 1 + s * s / 2 * mpmath.log1p(mpmath.expm1(a) / pp)
+        m_up = (1 - pp) * mpmath.ncdf(-x / s) + pp * mpmath.ncdf(-(x - 2) / s)
+        n_up = mpmath.ncdf(-x / s)
+        if ell >= 0:
+            out = (m_up, 1 - m_up, n_up, 1 - n_up)
+        else:   # reflected: P*(L ≤ ℓ) = N₀(L_R ≥ −ℓ), Q*(L ≤ ℓ) = M(L_R ≥ −ℓ)
+            out = (1 - n_up, n_up, 1 - m_up, m_up)
+        return [float(mpmath.log(v)) for v in out]
+
+
+@pytest.mark.parametrize("p,sigma", [(1e-6, 0.6), (0.05, 1.1), (0.5, 3.0), (1.0, 1.3),
+                                     (0.003, 25.0)])
+def test_fixed_batch_tails_from_the_subsampled_gaussian_closed_form(monkeypatch, p, sigma):
+    # R = ((1 − p)N(0, σ²) + pN(2, σ²), N(0, σ²)) is the Poisson remove pair at (p, σ/2) read
+    # at x = 2y: its tails come from that closed threshold, never from the mixture's Newton
+    # inversion (5 times the cost: most of issue 13's fixed-batch rate solve), and stay
+    # within their error bounds of mpmath's on both sides of the reflection
+    def no_inversion(*args, **kwargs):
+        raise AssertionError("the mixture's threshold inversion was asked")
+
+    monkeypatch.setattr(MixturePair, "x_of_loss", no_inversion)
+    s = fixed_batch.SymmetrisedPair(p, sigma)
+    grid = [-9.0, -1.0, -0.05, 0.0, 1e-9, 0.05, 1.0, 9.0, 40.0]
+    pu, pl, qu, ql, err = s.log_tails_at_loss(grid)
+    for i, ell in enumerate(grid):
+        want = _mp_fixed_batch_tails(p, sigma, ell)
+        for got, w in zip((pu[i], pl[i], qu[i], ql[i]), want, strict=True):
+            assert abs(got - w) <= err[i], (ell, got, w, err[i])
+        assert err[i] < 1e-9

@@ -103,7 +103,7 @@ class SymmetrisedPair:
         References: DRS19 (Thm 4.2), KJH20.
         """
         ell = np.atleast_1d(np.asarray(ell, dtype=float))
-        pu, _, qu, _, err = self.remove.log_tails_at_loss(np.abs(ell))
+        pu, qu, err = self._remove_tails(np.abs(ell))
         pos = ell >= 0
         with np.errstate(divide="ignore", invalid="ignore"):
             def comp(t):
@@ -118,6 +118,27 @@ class SymmetrisedPair:
             q_lo = np.where(pos, comp(qu), pu)
             e = np.maximum(err, np.maximum(comp_err(pu), comp_err(qu)))
         return p_up, p_lo, q_up, q_lo, e
+
+    def _remove_tails(self, ell: np.ndarray):
+        """(log M(L_R > ℓ), log N₀(L_R > ℓ), an absolute bound on the error of each log).
+
+        R is the Poisson remove pair at rate p and noise σ/2, up to the bijection x = 2y:
+        L_R(2y) = log(1 − p + p·e^{(2y − 1)/(2(σ/2)²)}), and X/2 has the laws (1 − p)N(0, σ²/4)
+        + pN(1, σ²/4) and N(0, σ²/4).  The privacy loss is invariant under a bijection, so
+        the tails are those of ``subsampled_gaussian`` at (p, σ/2) (σ/2 is exact): its closed
+        threshold x(ℓ) and two normal tails per point, where the mixture's (bisection or
+        Newton on L, then the normal tails of each component) cost 5 times as much: most of
+        a batch-size solve (issue 13's fixed-batch rate row).  Its bounds are on the logs
+        (``_normal._gauss_tails``), as this method's.  Where a threshold is ill-conditioned
+        there (none at ℓ ≥ 0, which is all this pair asks), the mixture's own inversion.
+        References: DRS19 (Thm 4.2), KJH20 (tails of a monotone loss), ZDW22 (Sec 5)."""
+        from dpcalc.mechanisms.subsampled_gaussian import _tails
+
+        t = _tails(ell, self.p, 0.5 * self.sigma, "remove")
+        if t is None:
+            pu, _, qu, _, err = self.remove.log_tails_at_loss(ell)
+            return pu, qu, err
+        return t.lPup, t.lQup, np.maximum(t.ePup, t.eQup)
 
     def log_delta(self, epsilon: float) -> float:
         """Upper bound on log δ_S(ε) of one step; for ε ≥ 0 it is R's [DRS19, Thm 4.2].
