@@ -323,13 +323,18 @@ def _tail_cut(t: np.ndarray, tau_s: float) -> tuple[int, float]:
     The running sums are formed on a growing prefix (numpy's cumsum is sequential, so a
     prefix's sums are those of the whole vector): a light tail costs a short scan."""
     n = t.size
-    m = min(n, 4096)
+    m = min(n, _CUT_PREFIX)
     while True:
         cs = np.cumsum(t[:m])
         if m == n or cs[-1] > tau_s:
             i = int(np.searchsorted(cs, tau_s, side="right"))
             return i, (float(cs[i - 1]) if i else 0.0)
-        m = min(n, 8 * m)
+        m = min(n, 4 * m)
+
+
+# the first prefix _tail_cut sums: the cuts of a batch of DP-SGD questions lie mostly 256 to
+# 1024 entries in, on vectors of 2k-8k entries (a prefix of 4096 was 7 % of their time)
+_CUT_PREFIX = 1024
 
 
 def _truncate(d: _Dist, tau: float, pess: bool) -> _Dist:
