@@ -61,7 +61,19 @@ def _x_of_loss(ell, q: float, sigma: float | None, s2: float | None = None):
 
 
 def _tails(ell, q: float, sigma: float, direction: str) -> Tails | None:
-    """Tails of the one-step PLD of one direction at thresholds ℓ; None if ill-conditioned."""
+    """Tails of the one-step PLD of one direction at thresholds ℓ; None if ill-conditioned.
+
+    The error bounds e are those of the logs (``_normal._gauss_tails``), passed where the
+    engine reads relative ones: the relative error expm1(e) is at most 2e for e ≤ 1.25, and
+    the engine moves every tail and mass by twice its bound (pld.discretise), which covers
+    it; beyond, the bounds say nothing (vacuous on a probability) or the tail is far below
+    any mass that counts.  The mixture's log sums log(1 − q) + log Φc(z0) and log q + log
+    Φc(z1), each with the rounding of the weight's log (≤ u·|log q|): the q-term carries a
+    share s of the sum only where Φc(z0) ≲ q·Φc(z1)/s, i.e. z0² ≳ 2|log q| − 2 log(1/s)
+    (z0 = z1 + 1/σ), and then the first component's own 2u·z0² exceeds s·2u·|log q|;
+    elsewhere s ≤ 2q/(1 − q), and q·|log q| ≤ 0.37.  (An explicit 2u·(|log q| + |log(1 −
+    q)|) on every point, as the subsampled Laplace's, moved answers by up to 1.2e-5 and
+    certified less near the FPR: tests/test_risk_tpr_reach.py.)"""
     arg = np.asarray(ell, dtype=float)
     if direction == "add":
         arg = -arg            # L_add > ℓ ⟺ L_rem < −ℓ ⟺ x < x(−ℓ)
