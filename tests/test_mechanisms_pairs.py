@@ -222,3 +222,26 @@ def test_fixed_batch_tails_from_the_subsampled_gaussian_closed_form(monkeypatch,
         for got, w in zip((pu[i], pl[i], qu[i], ql[i]), want, strict=True):
             assert abs(got - w) <= err[i], (ell, got, w, err[i])
         assert err[i] < 1e-9
+
+
+def test_fixed_batch_tails_past_the_closed_forms_range(monkeypatch):
+    # expm1(ℓ)/p overflows past ℓ ≈ 709.78 + log p (losses asked at σ ≲ 0.07): those
+    # thresholds alone take the mixture's inversion, the rest the closed form (the whole
+    # call fell back before, helper-10), and every tail stays within its bound of mpmath's
+    asked = []
+    real = MixturePair.x_of_loss
+
+    def spy(self, ell):
+        asked.extend(np.atleast_1d(ell).tolist())
+        return real(self, ell)
+
+    monkeypatch.setattr(MixturePair, "x_of_loss", spy)
+    p, sigma = 256 / 60000, 0.05          # 709 + log p = 703.5
+    s = fixed_batch.SymmetrisedPair(p, sigma)
+    grid = [-800.0, -5.0, 0.0, 1.0, 700.0, 705.0, 800.0]
+    pu, pl, qu, ql, err = s.log_tails_at_loss(grid)
+    assert sorted(asked) == [705.0, 800.0, 800.0]
+    for i, ell in enumerate(grid):
+        want = _mp_fixed_batch_tails(p, sigma, ell)
+        for got, w in zip((pu[i], pl[i], qu[i], ql[i]), want, strict=True):
+            assert abs(got - w) <= err[i] + 1e-15 * abs(w), (ell, got, w, err[i])

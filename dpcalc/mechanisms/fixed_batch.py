@@ -55,6 +55,7 @@ from dpcalc.mechanisms._mixture import MixturePair, log_binomial_weights
 from dpcalc.numeric.directed import UNIT_ROUNDOFF
 
 DIRECTIONS = ("replace",)
+_EXPM1_MAX = 709.0      # expm1(ℓ) is finite below ~709.78: the closed threshold's range
 REFUSE_K = ("fixed-batch sampling with --examples-per-user > 1 has no established dominating "
             "pair (the hypergeometric analogue of the displaced-example argument is not "
             "proven); use --examples-per-user 1 or --sampling poisson")
@@ -129,16 +130,24 @@ class SymmetrisedPair:
         threshold x(ℓ) and two normal tails per point, where the mixture's (bisection or
         Newton on L, then the normal tails of each component) cost 5 times as much: most of
         a batch-size solve (issue 13's fixed-batch rate row).  Its bounds are on the logs
-        (``_normal._gauss_tails``), as this method's.  Where a threshold is ill-conditioned
-        there (none at ℓ ≥ 0, which is all this pair asks), the mixture's own inversion.
+        (``_normal._gauss_tails``), as this method's.  Thresholds where expm1(ℓ)/p overflows
+        (ℓ ≳ 709.78 + log p: asked at σ ≲ 0.07, helper-10) are ill-conditioned there and take
+        the mixture's own inversion, as does every point of a call the closed form refuses.
         References: DRS19 (Thm 4.2), KJH20 (tails of a monotone loss), ZDW22 (Sec 5)."""
         from dpcalc.mechanisms.subsampled_gaussian import _tails
 
-        t = _tails(ell, self.p, 0.5 * self.sigma, "remove")
+        closed = ell <= _EXPM1_MAX + math.log(self.p)
+        t = _tails(ell[closed], self.p, 0.5 * self.sigma, "remove") if closed.any() else None
         if t is None:
-            pu, _, qu, _, err = self.remove.log_tails_at_loss(ell)
-            return pu, qu, err
-        return t.lPup, t.lQup, np.maximum(t.ePup, t.eQup)
+            closed[:] = False
+        pu, qu, err = np.empty(ell.shape), np.empty(ell.shape), np.empty(ell.shape)
+        if closed.any():
+            pu[closed], qu[closed] = t.lPup, t.lQup
+            err[closed] = np.maximum(t.ePup, t.eQup)
+        if not closed.all():
+            rest = ~closed
+            pu[rest], _, qu[rest], _, err[rest] = self.remove.log_tails_at_loss(ell[rest])
+        return pu, qu, err
 
     def log_delta(self, epsilon: float) -> float:
         """Upper bound on log δ_S(ε) of one step; for ε ≥ 0 it is R's [DRS19, Thm 4.2].
