@@ -83,5 +83,10 @@ def engine_pair(q: float, sigma: float, k: int = 1):
     from dpcalc.mechanisms._mixture import EnginePair
 
     sides = {d: pair(q, sigma, d, k) for d in DIRECTIONS}
+    if int(k) == 2 and q < 1.0:
+        # K = 2: the thresholds in closed form (a quadratic in e^{x/σ²}; _poisson_k2)
+        from dpcalc.mechanisms._poisson_k2 import K2Side
+
+        sides = {d: K2Side(side, q, sigma, d) for d, side in sides.items()}
     return EnginePair(("poisson-add-remove", float(q), float(sigma), int(k)), sides,
                       symmetric=q == 1.0)
