@@ -92,3 +92,19 @@ def test_no_threshold_is_certified_much_worse_than_by_the_mixture(q, sigma):
         mine = K2Side(mix, q, sigma, direction).log_tails_at_loss(grid)[4]
         theirs = mix.log_tails_at_loss(grid)[4]
         assert np.all(mine <= 1.25 * theirs + 1e-15), (direction, mine / theirs)
+
+
+def test_a_rate_whose_square_is_subnormal_takes_the_mixture():
+    # q = 1e-170: w₂ = q² underflows, the linear-space weights lose their relative bounds,
+    # and the closed form answered log P(L > 360) = −774.19189 (±6e-12) where the exact tail
+    # is −774.13400 (helper-11); below 1e-100 the mixture's inversion answers every point
+    q, sigma, ell = 1e-170, 0.05, 360.0
+    for direction in ("remove", "add"):
+        mix = par.pair(q, sigma, direction, 2)
+        got = K2Side(mix, q, sigma, direction).log_tails_at_loss([ell])
+        want = mix.log_tails_at_loss([ell])
+        for g, w in zip(got, want, strict=True):
+            assert g[0] == w[0]
+    pu, _, _, _, err = K2Side(par.pair(q, sigma, "remove", 2), q, sigma,
+                              "remove").log_tails_at_loss([ell])
+    assert abs(pu[0] - (-774.13400)) <= err[0] + 1e-5

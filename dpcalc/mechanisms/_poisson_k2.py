@@ -37,6 +37,7 @@ _LOG2, _LOG4 = math.log(2.0), math.log(4.0)
 _MARGIN = 1.0 + 1e-6     # relative margin on every first-order bound (second-order terms)
 _G_SERIES = 600.0         # log r above which log(1 + √(1 + r)) is taken as (log r)/2
 _DX_MAX = 64.0 * _U       # closed-form thresholds certified within this times σ + |x| only
+_Q_MIN = 1e-100           # below, q² = w₂ nears the subnormal range: the mixture answers
 
 
 class K2Side:
@@ -80,6 +81,8 @@ class K2Side:
         ell = np.atleast_1d(np.asarray(ell, dtype=float))
         arg = -ell if self.add else ell          # L_add > ℓ ⟺ L_rem(−x) < −ℓ ⟺ x > −x(−ℓ)
         x, dx, ok = self._threshold(arg)
+        if self.q < _Q_MIN:
+            ok[:] = False   # q² (and D) subnormal: the weights' relative bounds fail (helper-11)
         out = [np.empty(ell.shape) for _ in range(5)]
         if ok.any():
             got = self._tails(x[ok], dx[ok])
