@@ -20,7 +20,7 @@ def _exact(q: float, sigma: float, ell: float, direction: str) -> list[float]:
     with mpmath.workdps(50):
         q_, s, e = mpmath.mpf(q), mpmath.mpf(sigma), mpmath.mpf(ell)
         w = [(1 - q_) ** 2, 2 * q_ * (1 - q_), q_ ** 2]
-        d = mpmath.exp(-e if direction == "add" else e) - w[0]
+        d = mpmath.expm1(-e if direction == "add" else e) + q_ * (2 - q_)   # e^ℓ − w₀
         if d <= 0:     # below the edge: every loss is larger (remove), smaller (add)
             return ([0.0, -math.inf, 0.0, -math.inf] if direction == "remove"
                     else [-math.inf, 0.0, -math.inf, 0.0])
