@@ -202,3 +202,37 @@ def test_a_rate_solve_probes_the_full_batch_without_mpmath():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert 0.006 < float(out[0]) < 0.007 and out[1] == "False"
+
+
+def test_the_rate_solves_comparison_rows_probe_the_full_batch_without_mpmath():
+    # the moments row probes q = 1 too: α(λ) there is the Gaussian's λ(λ + 1)/(2σ²), in
+    # doubles and in Decimal at the chosen λ (mpmath's import, 0.03-0.05 s, answered before)
+    import subprocess
+    import sys
+
+    code = ("import importlib, sys; api = importlib.import_module('dpcalc.api.dpsgd'); "
+            "r = api.dpsgd(sigma=1.1, epochs=60, epsilon=3, delta=1e-5); "
+            "print(r.value, dict((c.method, c.value) for c in r.comparison)['moments'], "
+            "'mpmath' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert 0.006 < float(out[0]) < 0.007 and 0.004 < float(out[1]) < 0.0045
+    assert out[2] == "False"
+
+
+@pytest.mark.parametrize("sigma,steps,log_delta", [(10.0, 100, math.log(1e-5)),
+                                                   (1.1, 9418, math.log(1e-5)),
+                                                   (0.5, 3, -700.0), (1e3, 10**6, -20.0)])
+def test_the_moments_accountant_at_the_full_batch_is_the_gaussians(sigma, steps, log_delta):
+    # α(λ) = λ(λ + 1)/(2σ²) at q = 1 [ACGMMTZ16, Sec 3.2]: ε = min_λ (T·α(λ) − log δ)/λ,
+    # against the same minimum in mpmath at 60 digits, rounded up
+    from dpcalc.relations import moments
+
+    got, lam = moments.moments_epsilon(1.0, sigma, steps, log_delta)
+    with mp.workdps(60):
+        s = mp.mpf(sigma)
+        vals = [(steps * mp.mpf(k * (k + 1)) / (2 * s * s) - mp.mpf(log_delta)) / k
+                for k in range(1, 33)]
+        best = min(vals)
+    assert lam == vals.index(best) + 1
+    assert float(best) <= got <= float(best) * (1 + 1e-14)

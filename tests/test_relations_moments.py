@@ -141,7 +141,11 @@ def test_float_moments_bound_the_exact_sum_tightly(q):
 
 
 def test_float_moments_refuse_what_they_cannot_certify():
-    assert moments._log_moments_float(1.0, 5.0, 32) is None  # q = 1: log(1 − q) = −inf
+    # q = 1 (log(1 − q) = −inf in the sum): the Gaussian's λ(λ + 1)/(2σ²), rounded up
+    full = moments._log_moments_float(1.0, 5.0, 32)
+    assert all(la * (la + 1) / 50 <= a <= la * (la + 1) / 50 * (1 + 1e-15)
+               for la, a in enumerate(full, start=1))
+    assert moments._log_moments_float(1.0, 1e-160, 32) is None  # x overflows
     assert moments._log_moments_float(0.01, 1e-160, 32) is None  # (k²−k)/(2σ²) overflows
     assert moments._log_moments_float(1e-300, 4.0, 32) is None  # A − 1 below the double range
     assert moments._log_moments_float(0.01, 4.0, 32) is not None
