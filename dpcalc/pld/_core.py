@@ -140,3 +140,12 @@ def _log_c_lambda(lam: float) -> float:
     if lam <= 0.0:
         return 0.0
     return -math.log1p(lam) - lam * math.log1p(1.0 / lam)
+
+
+def _norms(t: np.ndarray) -> tuple[float, float]:
+    """(‖t‖₁, ‖t‖∞): the sum and maximum where t ≥ 0 (the engine's vectors, clipped at 0:
+    the same doubles, without two copies of |t|), else of |t|."""
+    if float(t.min()) >= 0.0:
+        return float(t.sum()), float(t.max())
+    at = np.abs(t)
+    return float(at.sum()), float(at.max())

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
-from dpcalc.pld._core import _BUDGET, _NWIN_MAX, PLDUncertifiable
+from dpcalc.pld._core import _BUDGET, _NWIN_MAX, PLDUncertifiable, _norms
 
 
 @dataclass
@@ -268,8 +268,8 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
     assert a.s == b.s
     la, lb = a.t.size, b.t.size
     nout = la + lb - 1
-    n1a, n1b = float(np.abs(a.t).sum()), float(np.abs(b.t).sum())
-    mxa, mxb = float(np.abs(a.t).max()), float(np.abs(b.t).max())
+    n1a, mxa = _norms(a.t)
+    n1b, mxb = (n1a, mxa) if b is a else _norms(b.t)
     same = b is a
     if min(la, lb) <= direct_max:
         out = np.convolve(a.t, b.t)
