@@ -34,14 +34,16 @@ def _interval_mass(lup_l, lup_r, llo_l, llo_r, eup_l, eup_r, elo_l, elo_r):
 
     Uses the difference of upper tails where those are ≤ 1/2, else of lower tails.
     """
+    shape = np.broadcast(lup_l, lup_r, llo_l, llo_r, eup_l, eup_r, elo_l, elo_r).shape
+    use_up = np.broadcast_to(lup_l <= _LOG_HALF, shape)
+    m, err = np.empty(shape), np.empty(shape)
     with np.errstate(divide="ignore"):
-        use_up = lup_l <= _LOG_HALF
-        m_up = _log_sub(lup_l, lup_r)
-        m_lo = _log_sub(llo_r, llo_l)
-        err_up = np.logaddexp(np.log(eup_l) + lup_l, np.log(eup_r) + lup_r)
-        err_lo = np.logaddexp(np.log(elo_r) + llo_r, np.log(elo_l) + llo_l)
-    m = np.where(use_up, m_up, m_lo)
-    err = np.where(use_up, err_up, err_lo)
+        # each point's pair of tails only (both over every point were half the work)
+        for sel, (l0, l1, e0, e1) in ((use_up, (lup_l, lup_r, eup_l, eup_r)),
+                                      (~use_up, (llo_r, llo_l, elo_r, elo_l))):
+            l0, l1, e0, e1 = (np.broadcast_to(v, shape)[sel] for v in (l0, l1, e0, e1))
+            m[sel] = _log_sub(l0, l1)
+            err[sel] = np.logaddexp(np.log(e0) + l0, np.log(e1) + l1)
     return m, np.logaddexp(err, _LOG_U4 + m)
 
 
