@@ -333,7 +333,6 @@ def _tail_cut(t: np.ndarray, tau_s: float) -> tuple[int, float]:
         m = min(n, 4 * m)
 
 
-
 def _truncate(d: _Dist, tau: float, pess: bool) -> _Dist:
     """Drop both tails of tilted mass ≤ τ (τ in absolute tilted units).
 
