@@ -245,3 +245,24 @@ def test_fixed_batch_tails_past_the_closed_forms_range(monkeypatch):
         want = _mp_fixed_batch_tails(p, sigma, ell)
         for got, w in zip((pu[i], pl[i], qu[i], ql[i]), want, strict=True):
             assert abs(got - w) <= err[i] + 1e-15 * abs(w), (ell, got, w, err[i])
+
+
+def test_subsampled_gaussian_relative_bounds_cover_large_log_errors():
+    # the tails' bounds are on their logs; the engine reads relative ones and moves each tail
+    # by twice its bound: 1 + 2e covers e^e only up to e = 1.25.  Near the edge at a huge σ
+    # the logs' bounds reach 120 (and 1e199): passed as they were, a tail up to e^120 times
+    # too small was claimed within a factor 241; beyond 1.25 the engine now reads expm1(e)
+    from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian, _tails
+
+    q, sigma = 0.01, 84305.2
+    edge = math.log1p(-q)
+    for direction, ell in (("remove", edge + np.array([1e-9, 1e-7, 1e-5, 1e-3, 0.5])),
+                           ("add", -edge - np.array([1e-9, 1e-7, 1e-5, 1e-3, 0.5]))):
+        logs = _tails(ell, q, sigma, direction)
+        rel = SubsampledGaussian(q, sigma).tails(ell, direction)
+        for f in ("ePup", "ePlo", "eQup", "eQlo"):
+            e, r = getattr(logs, f), getattr(rel, f)
+            assert np.all(np.isfinite(r))
+            assert np.all(1.0 + 2.0 * r >= np.exp(np.minimum(e, 700.0)) * (1 - 1e-12))
+            assert np.all(r[e <= 1.25] == e[e <= 1.25])
+        assert np.any(logs.ePup > 1.25) or np.any(logs.eQup > 1.25)

@@ -66,14 +66,14 @@ def _tails(ell, q: float, sigma: float, direction: str) -> Tails | None:
     The error bounds e are those of the logs (``_normal._gauss_tails``), passed where the
     engine reads relative ones: the relative error expm1(e) is at most 2e for e ≤ 1.25, and
     the engine moves every tail and mass by twice its bound (pld.discretise), which covers
-    it; beyond, the bounds say nothing (vacuous on a probability) or the tail is far below
-    any mass that counts.  The mixture's log sums log(1 − q) + log Φc(z0) and log q + log
-    Φc(z1), each with the rounding of the weight's log (≤ u·|log q|): the q-term carries a
-    share s of the sum only where Φc(z0) ≲ q·Φc(z1)/s, i.e. z0² ≳ 2|log q| − 2 log(1/s)
-    (z0 = z1 + 1/σ), and then the first component's own 2u·z0² exceeds s·2u·|log q|;
-    elsewhere s ≤ 2q/(1 − q), and q·|log q| ≤ 0.37.  (An explicit 2u·(|log q| + |log(1 −
-    q)|) on every point, as the subsampled Laplace's, moved answers by up to 1.2e-5 and
-    certified less near the FPR: tests/test_risk_tpr_reach.py.)"""
+    it; beyond, ``SubsampledGaussian.tails`` passes expm1(e) (``_relative``; fixed_batch
+    reads these bounds as the logs' they are). The mixture's log sums log(1 − q) + log
+    Φc(z0) and log q + log Φc(z1), each with the rounding of the weight's log (≤ u·|log q|):
+    the q-term carries a share s of the sum only where Φc(z0) ≲ q·Φc(z1)/s, i.e. z0² ≳ 2|log
+    q| − 2 log(1/s) (z0 = z1 + 1/σ), and then the first component's own 2u·z0² exceeds
+    s·2u·|log q|; elsewhere s ≤ 2q/(1 − q), and q·|log q| ≤ 0.37. (An explicit 2u·(|log q| +
+    |log(1 − q)|) on every point, as the subsampled Laplace's, moved answers by up to 1.2e-5
+    and certified less near the FPR: tests/test_risk_tpr_reach.py.)"""
     arg = np.asarray(ell, dtype=float)
     if direction == "add":
         arg = -arg            # L_add > ℓ ⟺ L_rem < −ℓ ⟺ x < x(−ℓ)
@@ -99,6 +99,17 @@ def _tails(ell, q: float, sigma: float, direction: str) -> Tails | None:
         return Tails(mix_c, mix_p, c0, p0, e_mix, e_mix, e0, e0)
     # add: P = Q0, Q = M; {L_add > ℓ} = {x < x(−ℓ)}
     return Tails(p0, c0, mix_p, mix_c, e0, e0, e_mix, e_mix)
+
+
+def _relative(log_err: np.ndarray) -> np.ndarray:
+    """Relative error bounds from bounds e on the logs: e itself up to 1.25, where the
+    engine's moving each tail by twice its bound covers expm1(e) ≤ 2e (_tails), expm1(e)
+    beyond (capped at e^700 − 1: a bound that large is vacuous on any tail above e^-700)."""
+    big = log_err > 1.25
+    if not big.any():
+        return log_err
+    with np.errstate(over="ignore"):
+        return np.where(big, np.expm1(np.minimum(log_err, 700.0)), log_err)
 
 
 def _loss_rem(x, q: float, sigma: float):
@@ -162,7 +173,11 @@ class SubsampledGaussian:
         return ("subsampled-gaussian", self.q, self.sigma)
 
     def tails(self, ell, direction: str) -> Tails | None:
-        return _tails(ell, self.q, self.sigma, direction)
+        t = _tails(ell, self.q, self.sigma, direction)
+        if t is None:
+            return None
+        return Tails(t.lPup, t.lPlo, t.lQup, t.lQlo, *(_relative(e) for e in (
+            t.ePup, t.ePlo, t.eQup, t.eQlo)))
 
     def loss_bounds(self, direction: str) -> tuple[float, float]:
         if self.q >= 1.0:
