@@ -497,7 +497,7 @@ class _Engine:
         self.tau = tau
         self.base = base              # the one-step law (powers[0] may hold it split)
         self.powers = [base]
-        if base is not None and _SPLIT_TAILS and pess:
+        if base is not None and _SPLIT_TAILS:
             from dpcalc.pld.split import split_base
 
             self.powers = [split_base(self, base)]    # a long, light tail: two grids
