@@ -37,7 +37,8 @@ from dpcalc.pld.pmf import _Dist, _normalise, _truncate
 
 _THETAS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3)   # shares of tilted mass left to the rest
 _SHARE = 0.01         # the rest's extra error: at most this share of the bulk's (see _plan)
-_OPT_SHARE = 1e-4     # the optimistic side's bound on θ·2^su (see _plan)
+_OPT_SHARE = 1e-4     # the optimistic side's bounds on θ·2^su
+_OPT_MASS = 8.0       # and on T·θ·2^su (see _plan)
 _GAIN = 4             # split only when the level-0 vectors get 4 times shorter
 _U_MIN_LEVELS = 2     # and the rest can be at least 2^2 times coarser
 _BULK_MIN = 256       # and the bulk keeps at least this many points: a bulk of a few dozen
@@ -106,7 +107,7 @@ def _strip(d: _Dist) -> _Dist | None:
                  d.noise)
 
 
-def _plan(cs: np.ndarray, s_top: int, pess: bool = True):
+def _plan(cs: np.ndarray, s_top: int, pess: bool = True, steps: int = 1):
     """(cost, i0, i1, su): the bulk window [i0, i1) and the rest's level su that make the
     level-0 vectors shortest (bulk + rest/2^su).  The rest's share θ of the tilted mass
     is coarsened to a grid 2^su times the bulk's: at λh ≤ _LAMH·ρ its error per step is
@@ -117,19 +118,21 @@ def _plan(cs: np.ndarray, s_top: int, pess: bool = True):
 
     Bucket merging, the optimistic coarsening, moves each atom down by up to its cell: an
     error of first order in λh_su, paid by the part of the composition holding a tail step
-    (about T·θ of its mass, with the bulk coarsened to su in each of its products), so
-    the optimistic side keeps θ·2^su ≤ _OPT_SHARE, set by measurement: at θ·4^su ≤ 0.01
-    the lower ends of 83 DP-SGD questions at δ = 1e-5 (benchmarks/bench_batch.py's law)
-    fell by up to 5.1e-4 relative, where δ(ε) is flat (a δ 1.7e-5 lower); at 1e-4 by up
-    to 8.7e-5 (on 12 of them), and the upper ends moved by less than 1e-6 (the refinement
-    decides on the width).  The time of those questions fell by 14 %."""
+    (about T·θ of its mass, ``steps`` = T, with the bulk coarsened to su in each of its
+    products), so the optimistic side keeps θ·2^su ≤ _OPT_SHARE and T·θ·2^su ≤ _OPT_MASS,
+    both set by measurement.  At θ·4^su ≤ 0.01 the lower ends of 83 DP-SGD questions at δ
+    = 1e-5 (benchmarks/bench_batch.py's law) fell by up to 5.1e-4 relative, where δ(ε)
+    is flat (a δ 1.7e-5 lower); at θ·2^su ≤ 1e-4 by up to 8.7e-5, but by 3.1e-3 at q 1e-5,
+    σ 0.5, 10⁶ steps, where T·θ·2^su = 32 (helper-12); of 21 questions split that way the
+    ones at T·θ·2^su ≤ 8 fell by at most 2.5e-5, those at 14 to 96 by 3.4e-5 to 3.1e-3.
+    The upper ends move by less than 1e-6 (the refinement decides on the width)."""
     n, tot = cs.size, float(cs[-1])
     best = (n, 0, n, 0)
     for theta in _THETAS:
         i0 = int(np.searchsorted(cs, 0.5 * theta * tot))
         i1 = min(n, int(np.searchsorted(cs, (1 - 0.5 * theta) * tot)) + 1)
         cap = (int(math.floor(math.log(_SHARE / theta, 4))) if pess
-               else int(math.floor(math.log2(_OPT_SHARE / theta))))
+               else int(math.floor(math.log2(min(_OPT_SHARE, _OPT_MASS / steps) / theta))))
         su = min(s_top, cap,
                  max(0, math.ceil(math.log2(n / max(1, i1 - i0)))))
         if su < _U_MIN_LEVELS or i1 - i0 < _BULK_MIN:
@@ -153,7 +156,7 @@ def split_base(eng, base: _Dist) -> _Dist | _Split:
     s_top = min(eng.s_max, (max(1, eng.t_max).bit_length() - 1) // 2, 30)
     if n < 4096 or s_top < _U_MIN_LEVELS:
         return base
-    cost, i0, i1, su = _plan(np.cumsum(t), s_top, eng.pess)
+    cost, i0, i1, su = _plan(np.cumsum(t), s_top, eng.pess, max(1, eng.t_max))
     if _GAIN * cost > n:
         return base
     bulk = _Dist(base.lo + i0, base.s, t[i0:i1].copy(), base.logscale, base.e1, base.einf)
