@@ -526,9 +526,7 @@ class EnginePair:
     """
 
     def __init__(self, key, sides: dict, symmetric: bool):
-        self._key = key
-        self._sides = sides
-        self.symmetric = bool(symmetric)
+        self._key, self._sides, self.symmetric = key, sides, bool(symmetric)
 
     def __repr__(self) -> str:
         return f"EnginePair{self._key!r}"
@@ -541,7 +539,7 @@ class EnginePair:
     def key(self):
         return self._key
 
-    def tails(self, ell, direction: str):
+    def tails(self, ell, direction: str, estimate: bool = False):
         from dpcalc.pld.pair import Tails
 
         side = self._side(direction)
@@ -549,7 +547,8 @@ class EnginePair:
         for edge in side.loss_range():
             if math.isfinite(edge) and np.any(np.abs(ell - edge) <= 1e-12 * (1.0 + abs(edge))):
                 return None
-        pu, pl, qu, ql, err = side.log_tails_at_loss(ell)
+        read = getattr(side, "log_tails_estimate", None) if estimate else None
+        pu, pl, qu, ql, err = (read or side.log_tails_at_loss)(ell)
         with np.errstate(over="ignore"):
             e = np.expm1(err) * (1.0 + 2.0 ** -40)
         if not np.all(np.isfinite(e)):
@@ -559,6 +558,10 @@ class EnginePair:
             return np.where(np.isneginf(v), 0.0, e)
 
         return Tails(pu, pl, qu, ql, rel(pu), rel(pl), rel(qu), rel(ql))
+
+    def tails_estimate(self, ell, direction: str):
+        """``tails`` for a heuristic (dpcalc.pld.pair): the side's estimate if any (K2Side)."""
+        return self.tails(ell, direction, estimate=True)
 
     def loss_bounds(self, direction: str) -> tuple[float, float]:
         lo, hi = self._side(direction).loss_range()

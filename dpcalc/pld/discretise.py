@@ -248,7 +248,7 @@ def _edge_offset(pair: DominatingPair, direction: str, h: float,
     offs = edge + h * (np.arange(n_off) + 1.0 / 64) / n_off
     ell = (offs[:, None] + rel[None, :] * h)                    # (W, 40) atoms
     mids = 0.5 * (ell[:, :-1] + ell[:, 1:])                     # (W, 39) boundaries
-    tb = pair.tails(mids.ravel(), direction)
+    tb = getattr(pair, "tails_estimate", pair.tails)(mids.ravel(), direction)
     if tb is None:
         if loss is not None:
             loss.append(0.0)          # (unknown: no gate opens on it)

@@ -76,6 +76,11 @@ the mass's own log, not a bound on it)
     atom at +∞): beyond Σ n·hi, δ(ε) is exactly the mass at +∞, so an ε(δ) search whose
     δ is at least that mass (rounded up) answers at most Σ n·hi.
 
+``tails_estimate(ell, direction) -> Tails | None`` (optional)
+    The tails for a heuristic only (the choice of the grid's offset next to a hard edge,
+    dpcalc.pld.discretise._edge_offset), where ``tails`` would pay for a certification that
+    the choice does not need; the error fields are estimates.  Absent: ``tails`` is asked.
+
 ``symmetric: bool``
     True when the "add" PLD equals the "remove" one (Gaussian, Laplace, q = 1).
 
