@@ -7,6 +7,7 @@ The relation: k mechanisms, each (ε, δ)-DP (for K-row neighbours, after group 
 from __future__ import annotations
 
 import math
+import sys
 
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
 from dpcalc.errors import InfeasibleError, UsageError
@@ -189,8 +190,9 @@ def _compose(*, epsilon: object = None, delta: object = None, k: object = None,
         log_d = log_of(values["delta"])
         total = comp.total_epsilon(values["epsilon"], log_d, values["k"])
         if not math.isfinite(total):
+            term = "kε" if method == "basic" else "kε(e^ε − 1) term"
             raise InfeasibleError(f"{method} composition gives no finite total ε for ε = "
-                                  f"{values['epsilon']:g} (its kε(e^ε − 1) term overflows); "
+                                  f"{values['epsilon']:g} (its {term} overflows); "
                                   "no guarantee follows from it")
         values["total_epsilon"] = total
         values["total_delta"] = exp_up(comp.log_total_delta(values["epsilon"], log_d,
@@ -307,6 +309,8 @@ def _kfold(eps: float, k: int) -> float:
     from dpcalc.numeric.directed import up
 
     exact = Fraction(k) * Fraction(eps)
+    if exact > Fraction(sys.float_info.max):
+        return math.inf        # beyond the double range: no finite total
     value = float(exact)
     return up(value) if Fraction(value) < exact else value
 

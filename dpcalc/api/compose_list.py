@@ -78,6 +78,8 @@ _GUARANTEE_KEYS = {
     "subsample": ("amplified_epsilon", "amplified_delta"),
 }
 _GAUSSIAN_FIELDS = {"sigma", "sensitivity", "epsilon", "delta"}
+#: the fields of a record that is not a dpcalc output (σ and Δ: a Gaussian's, see _mechanism)
+_POINT_FIELDS = ("epsilon", "delta", "count", "sigma", "sensitivity")
 
 
 def _mechanism(rec: dict, position: int) -> dict:
@@ -90,6 +92,13 @@ def _mechanism(rec: dict, position: int) -> dict:
     if not (command is None or isinstance(command, str)) or command not in _GUARANTEE_KEYS:
         raise UsageError(f"--from: record {position} comes from an unknown command {command!r}")
     fields = rec.get("parameters") if isinstance(rec.get("parameters"), dict) else rec
+    if command is None:
+        # a misspelt number must not drop out silently ("cuont": 3 composed the point once);
+        # a text field is a note on the record ("note": "…"), read by no one
+        for name, raw in rec.items():
+            if name not in _POINT_FIELDS and not isinstance(raw, str):
+                raise UsageError(f'--from: record {position}: unknown field "{name}" for an '
+                                 f"(epsilon, delta) point (fields: {', '.join(_POINT_FIELDS)})")
     out: dict = {}
     # a record's (ε, δ) is a mechanism's guarantee: read up when not a double (MECH_*)
     for name, param in zip(("epsilon", "delta"), (MECH_EPSILON, MECH_DELTA), strict=True):
@@ -126,6 +135,9 @@ def _count(rec: dict, position: int) -> int:
         UsageError: a count that is not a whole number >= 1, or too large to list.
     """
     raw = rec.get("count", 1)
+    if raw is None:
+        raise UsageError(f'--from: record {position}: "count" is null: a record\'s number is '
+                         "solved in a plan (leave --method out, or --method pld)")
     if isinstance(raw, bool) or not isinstance(raw, int | Decimal) or raw != int(raw) \
             or raw < 1:
         raise UsageError(f'--from: record {position}: "count" must be an integer >= 1, '

@@ -60,8 +60,10 @@ MAX_STEPS = 10**9
 
 
 def is_plan(records: list[dict]) -> bool:
-    """True when some record describes a mechanism (then the plan path applies)."""
-    return any("mechanism" in r or r.get("command") in _OUTPUT_KINDS for r in records)
+    """True when some record describes a mechanism, or a bare record leaves a number out
+    (null, to be solved: only a plan solves one), then the plan path applies."""
+    return any("mechanism" in r or r.get("command") in _OUTPUT_KINDS
+               or (r.get("command") is None and None in r.values()) for r in records)
 
 
 @dataclass
@@ -203,9 +205,12 @@ def _items_of(r: _Rec, v: dict, count: int) -> list:
 
 
 def _gaussian_sigma_eff(items) -> float:
-    """1/μ of a plan of Gaussians, μ = √(Σ n/σ_i²) rounded up [DRS19, Cor 3.3]."""
-    mu = math.sqrt(math.fsum(n / (p.sigma * p.sigma) for p, n in items))
-    return math.nextafter(1.0 / (mu * (1.0 + 16.0 * UNIT_ROUNDOFF)), 0.0)
+    """1/μ of a plan of Gaussians, μ = √(Σ n/σ_i²) rounded up [DRS19, Cor 3.3], formed
+    relative to the smallest σ (1/σ² overflowed at σ = 1e-155 and vanished at 1e155, where
+    the gaussian command answers): σ₀/√(Σ n(σ₀/σ_i)²), each ratio at most 1."""
+    s0 = min(p.sigma for p, _ in items)
+    r = math.sqrt(math.fsum(n * (s0 / p.sigma) ** 2 for p, n in items))
+    return math.nextafter(s0 / (r * (1.0 + 16.0 * UNIT_ROUNDOFF)), 0.0)
 
 
 class _Plan:
@@ -245,8 +250,15 @@ class _Plan:
             from dpcalc.relations import gaussian as grel
 
             s = _gaussian_sigma_eff(items)
-            return solve_unknown(TOTAL_EPSILON,
-                                 lambda e: grel.analytic_log_delta(s, e) <= log_td), None
+            try:
+                return solve_unknown(TOTAL_EPSILON,
+                                     lambda e: grel.analytic_log_delta(s, e) <= log_td), None
+            except InfeasibleError:
+                if fill is None and s < 1e-154:   # as the gaussian command says (μ > 1e154)
+                    raise DomainError(f"--from: the Gaussians compose to one of σ/Δ = {s:.3g}; "
+                                      "below 1e-154 the total ε leaves the double range"
+                                      ) from None
+                raise
         from dpcalc.pld import BelowInfinityMass
 
         try:

@@ -19,7 +19,12 @@ def _read(source: str) -> list[bytes]:
 
     try:
         if source == "-":
-            data = sys.stdin.buffer.read()
+            stdin = getattr(sys.stdin, "buffer", sys.stdin)
+            if stdin is None:
+                raise UsageError("batch -: standard input is closed; give a file or pipe the "
+                                 "questions in")
+            data = stdin.read()
+            data = data.encode("utf-8") if isinstance(data, str) else data
         else:
             with open(source, "rb") as handle:
                 data = handle.read()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 from decimal import (
+    MAX_EMAX,
+    MIN_EMIN,
     ROUND_CEILING,
     ROUND_FLOOR,
     Context,
@@ -29,7 +31,7 @@ MACHINE_EPSILON = 2.0 ** -52
 #: Smallest positive double: an upper bound on any value that underflowed to 0.
 TINY = math.ulp(0.0)
 
-_CTX = Context(prec=40, Emin=-999999999, Emax=999999999)
+_CTX = Context(prec=40, Emin=MIN_EMIN, Emax=MAX_EMAX)
 
 
 def up(x: float, n: int = 1) -> float:
@@ -86,7 +88,7 @@ def exp_down(log_x: float) -> Number:
 def shorten_decimal(value: Decimal, digits: int, up_direction: bool) -> Decimal:
     """Round a Decimal to ``digits`` significant digits, towards +inf or -inf."""
     ctx = Context(prec=digits, rounding=ROUND_CEILING if up_direction else ROUND_FLOOR,
-                  Emin=-999999999, Emax=999999999)
+                  Emin=MIN_EMIN, Emax=MAX_EMAX)
     return ctx.plus(value)
 
 

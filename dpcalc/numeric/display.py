@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 
 from dpcalc.errors import DomainError
 from dpcalc.numeric.directed import Number
@@ -42,7 +42,7 @@ def shorten(x: Number | int, digits: int, direction: str) -> str:
         return str(x)
     exact = x if isinstance(x, Decimal) else Decimal(x)
     ctx = Context(prec=digits, rounding=ROUND_CEILING if direction == "upper" else ROUND_FLOOR,
-                  Emin=-999999999, Emax=999999999)
+                  Emin=MIN_EMIN, Emax=MAX_EMAX)
     return _text(ctx.plus(exact))
 
 
