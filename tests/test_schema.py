@@ -50,6 +50,8 @@ CASES = [
     ("subsample --epsilon 1 --delta 1e-5 --q 0.01 --sampling without-replacement "
      "--relation replace-one", "amplified_epsilon"),
     ("rdp --sigma 1 --q 0.01 --steps 1000 --delta 1e-5", "epsilon"),
+    ("rdp --sigma 1 --q 0.01 --steps 1000 --delta 1e-5 --fpr 0.05 --fpr 0.001", "epsilon"),
+    ("rdp --q 0.01 --steps 1000 --tpr 0.1 --fpr 0.05", "sigma"),
     ("rdp --sigma 1 --q 0.01 --steps 1000 --epsilon 2 --conversion classic", "delta"),
     ("rdp --q 0.1 --steps 10 --epsilon 2 --delta 1e-5 --alpha 2 --alpha 8 --alpha 32", "sigma"),
     ("rdp --sigma 1 --steps 10 --epsilon 2 --delta 1e-5 --alpha 2 --alpha 8 --alpha 32", "q"),

@@ -67,7 +67,7 @@ COMMANDS: dict[str, dict[str, Any]] = {
     "rdp": {
         "options": {"sigma": NUM, "q": NUM, "steps": NUM, "epsilon": NUM, "delta": NUM,
                     "alpha": NUMS, "conversion": CHOICE, "mechanism": CHOICE,
-                    "solve_for": CHOICE, **_GATES},
+                    "solve_for": CHOICE, **_RISK, **_GATES},
         "aliases": {"noise_multiplier": "sigma", "sample_rate": "q"},
         "defaults": {"conversion": "improved", "mechanism": "gaussian"},
     },

@@ -3,6 +3,7 @@ converted to (ε, δ); leave one of σ, q, steps, ε, δ out (q defaults to 1, t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from dpcalc.api._common import check_choice, comparison_failures, failure_note, leave_one_out
@@ -60,7 +61,7 @@ class RdpCurve:
 def rdp(*, sigma: object = None, q: object = None, steps: object = None,
         epsilon: object = None, delta: object = None, alpha: list | None = None,
         conversion: str = "improved", mechanism: str = "gaussian",
-        solve_for: str | None = None) -> Result:
+        solve_for: str | None = None, fpr: object = None, tpr: object = None) -> Result:
     """RDP accounting [Mir17; MTZ19], converted to (ε, δ) [Mir17, Prop 3; CKS20, Prop 12].
 
     Args:
@@ -69,19 +70,67 @@ def rdp(*, sigma: object = None, q: object = None, steps: object = None,
         epsilon, delta: the (ε, δ) guarantee.
         alpha: orders to use (default: the built-in grid).
         conversion: improved (default) or classic.
+        fpr: FPR(s) in (0, 1): adds the TPR bounds of the converted profile (``risk``).
+        tpr: with one ``fpr``, in place of ε and δ: solve σ, q or steps so that the TPR
+            bound at that FPR is at most ``tpr`` (dpcalc.api._risk_rdp).
     """
+    from dpcalc.api import _risk
     from dpcalc.relations import rdp as rel
 
     check_choice(conversion, CONVERSIONS, "--conversion")
     check_choice(mechanism, MECHANISMS, "--mechanism")
     orders = sorted({ALPHA.parse(a) for a in alpha}) if alpha else list(rel.DEFAULT_ORDERS)
+    fprs = _risk.parse_fprs(fpr)
+    target = _risk.parse_target(tpr, fprs, {"epsilon": epsilon, "delta": delta})
+    curve = RdpCurve(orders, mechanism)
+    if target is not None:
+        return _for_tpr(curve, target, fprs[0], {"sigma": sigma, "q": q, "steps": steps},
+                        conversion, solve_for)
     values, unknown = leave_one_out(
         {"sigma": sigma, "q": q, "steps": steps, "epsilon": epsilon, "delta": delta},
         (SIGMA, Q, STEPS, EPSILON, DELTA), defaults=(("q", 1), ("steps", 1)),
         solve_for=solve_for)
-    curve = RdpCurve(orders, mechanism)
     value = _solve(curve, unknown.name, values, conversion)
     values[unknown.name] = value
+    result = _result(curve, values, unknown.name, value, conversion)
+    if not fprs:
+        return result
+    from dpcalc.api import _risk_rdp
+
+    return _risk.attach(result, _risk_rdp.block(curve, values, conversion, fprs))
+
+
+def _for_tpr(curve: RdpCurve, target: float, alpha: float, given: dict, conversion: str,
+             solve_for: str | None) -> Result:
+    """The smallest σ, or the largest q or steps (the one left out), whose converted
+    profile bounds the TPR at FPR ``alpha`` by ``target`` (each probe's own bound decides);
+    the result states the (ε, δ) of the profile's grid point that gives the answer's bound."""
+    from dpcalc.api import _risk, _risk_rdp
+
+    values, unknown = leave_one_out(given, (SIGMA, Q, STEPS),
+                                    defaults=(("q", 1), ("steps", 1)), solve_for=solve_for)
+    name = unknown.name
+
+    def holds(x) -> bool:
+        v = {**values, name: x}
+        return _risk_rdp.tpr_upper(curve, v["sigma"], v["q"], v["steps"], conversion,
+                                   alpha) <= target
+
+    value = solve_unknown({"sigma": SIGMA, "q": Q, "steps": STEPS}[name], holds)
+    values[name] = value
+    eps, delta = _risk_rdp.best_point(curve, values, conversion, alpha)
+    values.update(epsilon=eps, delta=delta)
+    result = _result(curve, values, name, value, conversion, compare=False)
+    parameters = {**result.parameters, "tpr": target, "fpr": alpha}
+    result = dataclasses.replace(result, parameters=parameters, derived=("epsilon", "delta"))
+    return _risk.attach(result, _risk_rdp.block(curve, values, conversion, (alpha,)))
+
+
+def _result(curve: RdpCurve, values: dict, unknown: str, value, conversion: str,
+            compare: bool = True) -> Result:
+    from dpcalc.relations import rdp as rel
+
+    mechanism = curve.mechanism
     log_d = log_of(values["delta"])
     if log_d == -math.inf:
         raise InfeasibleError("RDP gives no pure-DP guarantee (δ = 0); give --delta > 0")
@@ -91,13 +140,14 @@ def rdp(*, sigma: object = None, q: object = None, steps: object = None,
              for a, r, e in zip(curve.orders, totals, per_order, strict=True)]
     comparison = []
     other = "classic" if conversion == "improved" else "improved"
-    comparison.append(_other(curve, unknown.name, values, other))
-    if mechanism == "gaussian" and values["q"] == 1:
-        comparison.append(_exact_gaussian(unknown.name, values))
+    if compare:
+        comparison.append(_other(curve, unknown, values, other))
+    if compare and mechanism == "gaussian" and values["q"] == 1:
+        comparison.append(_exact_gaussian(unknown, values))
     parameters = {k: values[k] for k in ("sigma", "q", "steps", "epsilon", "delta")}
-    direction = "lower" if unknown.name in ("q", "steps") else "upper"
+    direction = "lower" if unknown in ("q", "steps") else "upper"
     return Result(
-        command="rdp", solved_for=unknown.name, value=value, parameters=parameters,
+        command="rdp", solved_for=unknown, value=value, parameters=parameters,
         method=conversion, direction=direction, reference=REFS[_CONVERSION_REF[conversion]].short,
         comparison=tuple(comparison),
         notes=(f"{mechanism} mechanism{', Poisson-subsampled' if values['q'] < 1 else ''}; "

@@ -10,9 +10,12 @@ from dpcalc.cli.options import (
     METHOD,
     Debug,
     Format,
+    Fpr,
     Json,
     MaxDelta,
     MaxEpsilon,
+    MaxTpr,
+    Tpr,
     Value,
     param,
     solve_for_option,
@@ -45,6 +48,9 @@ def rdp(
     fmt: Format = None,
     max_epsilon: MaxEpsilon = None,
     max_delta: MaxDelta = None,
+    fpr: Fpr = None,
+    tpr: Tpr = None,
+    max_tpr: MaxTpr = None,
     debug: Debug = False,
 ) -> None:
     """Rényi DP: σ, q, steps, ε, δ — leave one out (q defaults to 1, then steps to 1).
@@ -54,5 +60,7 @@ def rdp(
     from dpcalc.api.rdp import rdp as solve
 
     result = solve(sigma=sigma, q=q, steps=steps, epsilon=epsilon, delta=delta, alpha=alpha,
-                   conversion=conversion, mechanism=mechanism, solve_for=solve_for)
-    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta)
+                   conversion=conversion, mechanism=mechanism, solve_for=solve_for, fpr=fpr,
+                   tpr=tpr)
+    emit(result, json=json, value=value, fmt=fmt, max_epsilon=max_epsilon, max_delta=max_delta,
+         max_tpr=max_tpr)
