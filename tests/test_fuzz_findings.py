@@ -91,3 +91,16 @@ def test_basic_composition_past_the_double_range_is_infeasible_and_says_k_epsilo
     assert proc.returncode == 1 and proc.stdout == b""
     err = one_error_line(proc)
     assert "outside the range" not in err and "e^ε" not in err
+
+
+@pytest.mark.parametrize("args", [["gaussian", "--sigma", "2", "--delta", "1e-5"],
+                                  ["dpsgd", "--q", "0.01", "--sigma", "4", "--epochs", "100",
+                                   "--delta", "1e-5"]])
+def test_an_ascii_stream_gets_a_box_as_wide_as_its_text(args):
+    # the box was sized for "ε ≤" and the stream wrote "eps <=": the right edge 3 columns out
+    proc = dpcalc(*args, env={"PYTHONIOENCODING": "ascii", "COLUMNS": "80"})
+    assert proc.returncode == 0
+    lines = proc.stdout.decode("ascii").splitlines()
+    end = next(i for i, line in enumerate(lines[1:], 1) if line.startswith("+"))
+    box = lines[:end + 1]
+    assert "eps <=" in box[1] and len({len(line) for line in box}) == 1, box

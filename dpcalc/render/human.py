@@ -141,20 +141,37 @@ def gate_text(result: Result, gate) -> str:
     return f"gate {option} {limit}: {verdict}"
 
 
+def _spelling(console):
+    """The boxed text as the stream will write it: where it cannot encode the symbols
+    (``PYTHONIOENCODING=ascii``), spelt in ASCII before the box is measured (the stream's
+    own fallback, dpcalc.cli._streams, widened "ε ≤" to "eps <=" inside a box sized for
+    the Greek: its right edge 3 columns out)."""
+    encoding = getattr(console.file, "encoding", None) or "utf-8"
+    try:
+        "ε≤·–".encode(encoding)
+        return str
+    except (UnicodeEncodeError, LookupError):
+        from dpcalc.cli._streams import ascii_for
+
+        return lambda text: "".join(c if ord(c) < 128 else ascii_for(c) for c in text)
+
+
 def render(result: Result, console) -> None:
     """Print ``result`` to a rich Console."""
     from rich.panel import Panel
     from rich.text import Text
 
     width = console.width
+    plain = _spelling(console)
     title = f"dpcalc {result.command} · {result.method}"
     if result.reference and len(title) + len(result.reference) + 9 <= width:
         title += f" ({result.reference})"
-    body = Text(headline(result), style="bold")
+    title = plain(title)
+    body = Text(plain(headline(result)), style="bold")
     if result.bounds is not None:
         lo = outward(result.bounds.lower, DIGITS, "lower")
         hi = outward(result.bounds.upper, DIGITS, "upper")
-        bracket = units(f"certified bracket on the true value: [{lo}, {hi}]")
+        bracket = [plain(u) for u in units(f"certified bracket on the true value: [{lo}, {hi}]")]
         body.append("\n" + wrap(bracket, width - 4), style="dim")
     # a Text title is printed as is (a str would be parsed as markup, with emoji codes)
     console.print(Panel(body, title=Text(title), title_align="left", expand=False))
