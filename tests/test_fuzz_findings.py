@@ -104,3 +104,16 @@ def test_an_ascii_stream_gets_a_box_as_wide_as_its_text(args):
     end = next(i for i, line in enumerate(lines[1:], 1) if line.startswith("+"))
     box = lines[:end + 1]
     assert "eps <=" in box[1] and len({len(line) for line in box}) == 1, box
+
+
+@pytest.mark.parametrize("records", [
+    '[{"mechanism": "laplace", "scale": 1e-300}]',
+    '[{"mechanism": "laplace", "scale": 1e-100}, {"mechanism": "gaussian", "sigma": 1}]',
+    '[{"epsilon": 1e120, "delta": 1e-6}, {"mechanism": "gaussian", "sigma": 1}]'])
+def test_a_plan_with_a_huge_loss_names_it(records):
+    # (exit 2 before as well, but as "the inputs are outside the range dpcalc can evaluate
+    # (RuntimeWarning)", naming nothing)
+    proc = dpcalc("compose", "--from", "-", "--total-delta", "1e-5", input=records.encode())
+    assert proc.returncode == 2
+    err = one_error_line(proc)
+    assert "privacy loss reaches 1e+" in err and "outside the range" not in err

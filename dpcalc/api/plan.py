@@ -262,7 +262,7 @@ class _Plan:
         from dpcalc.pld import BelowInfinityMass
 
         try:
-            lo, up = _certified(lambda: accountant.epsilon_bounds(items, log_td, self.tol))
+            lo, up = _certified(lambda: accountant.epsilon_bounds(items, log_td, self.tol), items)
         except BelowInfinityMass:
             top = self._at_own_delta(fill, log_td)
             if top is not None:
@@ -304,7 +304,7 @@ class _Plan:
             return grel.analytic_log_delta(_gaussian_sigma_eff(items), te), None
         from dpcalc.pld import accountant
 
-        lo, up = _certified(lambda: accountant.log_delta_bounds(items, te, self.tol))
+        lo, up = _certified(lambda: accountant.log_delta_bounds(items, te, self.tol), items)
         return up, (lo, up)
 
     def holds(self, te: float, log_td: float, fill) -> bool:
@@ -317,7 +317,7 @@ class _Plan:
             return False
 
 
-def _certified(fn):
+def _certified(fn, items=()):
     from dpcalc.errors import NumericalError
     from dpcalc.pld import BelowInfinityMass, PLDUncertifiable
 
@@ -327,6 +327,20 @@ def _certified(fn):
         raise                  # (not a grid's limit: the caller says no ε meets it)
     except PLDUncertifiable as exc:
         raise NumericalError(f"--from: the PLD grid cannot certify this plan ({exc})") from None
+    except (ArithmeticError, RuntimeWarning):
+        # a loss of 1e100 and more (Laplace at scale 1e-150: the CLI said only "outside the
+        # range dpcalc can evaluate"): name it
+        top = max((abs(x) for pair, _ in items for d in ("remove", "add")
+                   for x in pair.loss_bounds(d) if math.isfinite(x)), default=0.0)
+        if top > _LOSS_NAMED:
+            raise DomainError(f"--from: a record's privacy loss reaches {top:.3g}; the plan's "
+                              "PLD composes losses of moderate size: give that record more "
+                              "noise (or a smaller epsilon)") from None
+        raise
+
+
+#: a plan whose evaluation overflows names its largest loss edge when it is above this
+_LOSS_NAMED = 1e6
 
 
 def compose_plan(records: list[dict], *, total_epsilon: object, total_delta: object,
