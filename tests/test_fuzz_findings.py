@@ -26,6 +26,14 @@ def test_a_misspelt_field_of_an_epsilon_delta_record_is_exit_2():
     assert ok.returncode == 0 and float(ok.stdout) > 2.9
 
 
+def test_a_record_with_its_numbers_in_parameters_is_still_read():
+    # (the misspelt-field check read "parameters" itself as an unknown field of the point)
+    proc = dpcalc("compose", "--from", "-", "--total-delta", "1e-5", "--value",
+                  input=b'[{"parameters": {"epsilon": 1, "delta": 1e-6}}]')
+    assert proc.returncode == 0, proc.stderr
+    assert 0.99 < float(proc.stdout) <= 1.0
+
+
 def test_a_misspelt_field_in_a_batch_line_is_that_line_s_error():
     lines = (b'{"command": "compose", "from": [{"epsilon": 1, "delta": 1e-6, "bogus": 2}], '
              b'"total_delta": 1e-5}\n{"command": "gaussian", "sigma": 2, "delta": 1e-5}\n')

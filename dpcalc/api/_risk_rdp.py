@@ -60,22 +60,13 @@ def _delta(curve, totals, epsilon: float, conversion: str) -> float:
     return min(1.0, d) if isinstance(d, float) else MIN_NORMAL
 
 
-def _best(eps, delta, alpha: float) -> int:
-    """The grid point whose (ε, δ) bound at FPR ``alpha`` is the smallest (in floats: it
-    only chooses the point; its bound is then point_tpr's at the certified δ)."""
-    def v(k):
-        e, d = eps[k], delta[k]
-        return min(1.0, math.exp(min(e, 700.0)) * alpha + d,
-                   1.0 - math.exp(-e) * (1.0 - d - alpha))
-
-    return min(range(len(eps)), key=v)
-
-
 def best_point(curve, values: dict, conversion: str, alpha: float) -> tuple[float, float]:
     """(ε, certified δ) of the grid point with the smallest bound at FPR ``alpha``."""
+    from dpcalc.relations import risk as rel
+
     totals, eps, delta = _grid(curve, values["sigma"], values["q"], values["steps"],
                                conversion)
-    e = eps[_best(eps, delta, alpha)]
+    e = eps[int(rel.best_points(alpha, eps, delta, 1)[0])]
     return e, _delta(curve, totals, e, conversion)
 
 
@@ -98,7 +89,7 @@ def block(curve, values: dict, conversion: str, fprs) -> dict:
                                conversion)
 
     def tpr(a):
-        e = eps[_best(eps, delta, a)]
+        e = eps[int(rel.best_points(a, eps, delta, 1)[0])]
         return a, rel.point_tpr(e, _delta(curve, totals, e, conversion), a)[1]
 
     # the largest TPR − FPR is δ(0) [KOV15]

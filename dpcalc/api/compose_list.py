@@ -92,9 +92,10 @@ def _mechanism(rec: dict, position: int) -> dict:
     if not (command is None or isinstance(command, str)) or command not in _GUARANTEE_KEYS:
         raise UsageError(f"--from: record {position} comes from an unknown command {command!r}")
     fields = rec.get("parameters") if isinstance(rec.get("parameters"), dict) else rec
-    if command is None:
+    if command is None and fields is rec:
         # a misspelt number must not drop out silently ("cuont": 3 composed the point once);
-        # a text field is a note on the record ("note": "…"), read by no one
+        # a text field is a note on the record ("note": "…"), read by no one (a record that
+        # carries its numbers in "parameters", as an output does, is read as before)
         for name, raw in rec.items():
             if name not in _POINT_FIELDS and not isinstance(raw, str):
                 raise UsageError(f'--from: record {position}: unknown field "{name}" for an '

@@ -151,6 +151,23 @@ def point_advantage(epsilon: float, delta) -> tuple[float, float]:
         return _out(mp, (mp.expm1(e) + 2 * d) / (mp.exp(e) + 1))  # [KOV15]
 
 
+def best_points(alpha: float, epsilons, delta_upper, count: int = 3):
+    """Indices of the grid points whose (ε, δ) bound on the TPR at FPR α [KOV15, Thm 2.1]
+    is the smallest, best first: located in floats, so it only chooses (point_tpr then
+    evaluates a chosen point's bound, rounded up).
+
+    References: KOV15, Thm 2.1.
+    """
+    import numpy as np
+
+    eps = np.asarray(epsilons, dtype=float)
+    du = np.asarray(delta_upper, dtype=float)
+    with np.errstate(over="ignore"):
+        both = np.minimum(alpha * np.exp(np.minimum(eps, 700.0)) + du,
+                          1.0 - np.exp(-eps) * (1.0 - du - alpha))
+    return np.argsort(both)[:count]
+
+
 def profile_tpr(alpha: float, epsilons: Sequence[float], delta_lower: Sequence[float],
                 delta_upper: Sequence[float]) -> tuple[float, float]:
     """Bracket on TPR*(α) of (1) from certified δ brackets on a grid 0 ≤ ε_0 < … < ε_n.
@@ -213,9 +230,7 @@ def profile_tpr(alpha: float, epsilons: Sequence[float], delta_lower: Sequence[f
     upp = np.clip(upp, 0.0, 1.0)
     # upper: the best single grid point [KOV15, Thm 2.1], located in floats, then its bound
     # evaluated at 40 digits (so it equals point_tpr of that point, never above any point's)
-    both = np.minimum(a * g_pos + du, 1.0 - np.exp(-eps) * (1.0 - du - a))
-    best_i = np.argsort(both)[:3]
-    upper = min(point_tpr(float(eps[i]), float(du[i]), a)[1] for i in best_i)
+    upper = min(point_tpr(float(eps[i]), float(du[i]), a)[1] for i in best_points(a, eps, du))
     # lower: cells [γ_k, γ_{k+1}]
     n = gam.size
     cands = [max(float(low[0]), 1.0 - float(gam[0]) * (1.0 - a)) - margin * 2.0,
