@@ -92,6 +92,10 @@ def block(curve, values: dict, conversion: str, fprs) -> dict:
         e = eps[int(rel.best_points(a, eps, delta, 1)[0])]
         return a, rel.point_tpr(e, _delta(curve, totals, e, conversion), a)[1]
 
-    # the largest TPR − FPR is δ(0) [KOV15]
-    return _risk._block("rdp", fprs, tpr, (0.0, _delta(curve, totals, 0.0, conversion)),
-                        (values["epsilon"], values["delta"]), NOTE)
+    # the largest TPR − FPR: at most (e^ε − 1 + 2δ)/(e^ε + 1) at every (ε, δ) of the profile
+    # [KOV15] (δ(0) at ε = 0); the grid point where that is smallest, chosen in floats
+    k = min(range(len(eps)), key=lambda i: (math.expm1(min(eps[i], 700.0)) + 2.0 * delta[i])
+            / (math.exp(min(eps[i], 700.0)) + 1.0))
+    adv = rel.point_advantage(eps[k], _delta(curve, totals, eps[k], conversion))[1]
+    return _risk._block("rdp", fprs, tpr, (0.0, adv), (values["epsilon"], values["delta"]),
+                        NOTE)
