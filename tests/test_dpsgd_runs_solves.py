@@ -159,6 +159,28 @@ def test_secant_guess_moves_to_the_full_bounds_root():
         pytest.approx(short, rel=1e-12)
 
 
+def test_secant_guess_moves_to_the_full_bounds_root_of_a_falling_bound():
+    """A σ-like unknown (ε falls as x grows) whose full bound lies 0.7 % below the cheap
+    one: the Newton step goes down, and the secant through the two full values then lands
+    on the full root with a small accuracy.  The sign test read (f1 − f0)·chord without the
+    step's direction, so every falling bound gave up after the Newton step and handed the
+    solver a quarter of it as accuracy (σ replace-one at q 1e-5: six full brackets)."""
+    def full(x):                 # ε = 3/σ², curved a little: the root of ε = 1 near √3
+        u = x - 0.5 * math.log(3.0)
+        return math.exp(-2.0 * u + 0.1 * u * u)
+
+    calls = []
+
+    def counted(x):
+        calls.append(x)
+        return full(x)
+
+    guess, accuracy = secant_guess(lambda x: 1.007 * full(x), 0.0, 1.0, -5.0, 5.0, -1.0,
+                                   full=counted)
+    assert len(calls) == 2
+    assert abs(math.log(guess / math.sqrt(3.0))) <= accuracy <= 1e-5
+
+
 def test_chi2_of_the_pairs_against_quadrature():
     # add/remove: ∫ P²/Q − 1 exactly; replace-one and fixed batches: to second order in q
     # (the seeds only need an estimate; at q = 1e-3 they agree to 1 %)

@@ -58,3 +58,50 @@ def test_a_tight_replace_one_bracket_asks_no_add_remove_run(monkeypatch):
     acc = _Pld(Scheme("poisson", "replace-one", 1), 1e-3)
     lo, up = acc.epsilon(0.004, 1.1, 10_000, math.log(1e-5))[1]
     assert 0 < lo <= up <= lo * 1.01
+
+
+def test_a_wide_bracket_skips_a_triangle_that_cannot_beat_it(monkeypatch):
+    # q 1e-5, σ 0.43, 10⁶ steps: the grid's bracket is wide ([1.10, 2.00]) but the bound
+    # through add/remove is about 6.8 (twice ε_ar ≈ 3.4): the cheap bound at its first δ'
+    # already says so, and no full evaluation of the default run is asked (there were seven,
+    # 5 s per σ probe)
+    import dpcalc.accountants.dpsgd as dpsgd_acc
+
+    full = []
+    evaluate = dpsgd_acc.evaluate
+
+    def counted(*args, **kwargs):
+        full.append(args)
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(dpsgd_acc, "evaluate", counted)
+    acc = _Pld(Scheme("poisson", "replace-one", 1), 1e-3)
+    lo, up = acc.epsilon(1e-5, 0.43, 10**6, math.log(1e-5))[1]
+    assert up - lo > 0.1 * up                      # wide: the triangle was considered
+    assert 1.5 < up < 2.5 and not full
+    assert not any(k[0] == "triangle" for k in acc.reduced)
+
+
+def test_the_triangle_iteration_stops_once_it_reaches_the_grid(monkeypatch):
+    # the iteration's ε_ar only rise: stopped at the first one whose double reaches
+    # ``above`` (+inf: the grid's bound stands), and the finished iteration lies above it
+    acc = _Pld(Scheme("poisson", "replace-one", 1), 1e-3)
+    ld = math.log(1e-5)
+    done = acc._triangle("epsilon_bounds", 0.01, 1.0, 100, ld)
+    first = acc._tri_acc.epsilon(0.01, 1.0, 100, ld - math.log1p(math.exp(0.01))
+                                 - 4.0 * 2.0**-53 * (abs(ld) + math.log1p(math.exp(0.01))))[0]
+    assert done >= 2.0 * first
+    fresh = _Pld(Scheme("poisson", "replace-one", 1), 1e-3)
+    seen = []
+    tri_epsilon = None
+
+    def spy(*args):
+        seen.append(args)
+        return tri_epsilon(*args)
+
+    fresh._triangle("epsilon_bounds", 0.01, 1.0, 100, ld, above=0.5)  # builds _tri_acc
+    tri_epsilon = fresh._tri_acc.epsilon
+    monkeypatch.setattr(fresh._tri_acc, "epsilon", spy)
+    assert fresh._triangle("epsilon_bounds", 0.01, 1.0, 100, ld,
+                           above=1.9 * first) == math.inf
+    assert len(seen) == 1

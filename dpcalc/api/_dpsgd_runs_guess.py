@@ -112,7 +112,11 @@ def _full_root(f, full, x: float, chord: float, accuracy: float, lo: float, hi: 
         return x1, max(accuracy, 0.25 * abs(move))
     if settled is not None and settled[0] <= f1 <= settled[1]:
         return x1, accuracy      # the Newton point passes within the window: an answer
-    if f1 == f0 or (f1 - f0) * chord <= 0.0:
+    if f1 == f0 or (f1 - f0) * (x1 - x) * chord <= 0.0:
+        # (the full chord's slope against the cheap one's: of opposite sign, no secant.
+        # Without the (x1 − x), every σ solve (a falling ε, Newton step downwards) took
+        # this exit: the solver then bisected a quarter of the move, σ replace-one at q
+        # 1e-5: six full brackets for three)
         return x1, max(accuracy, 0.25 * abs(move))
     step = max(-abs(move), min(abs(move), -f1 * (x1 - x) / (f1 - f0)))
     # (a secant from a Newton point is far inside its own step: 1e-8 after a step of 6e-5
