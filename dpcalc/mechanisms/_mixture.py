@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from dpcalc.errors import DomainError
+from dpcalc.numeric.blocks import blockwise
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U  # noqa: E402
 from dpcalc.numeric.special import LOG_NDTR_ERR, log_ndtr
 
@@ -55,25 +56,26 @@ class MixturePair:
         if not self.sigma > 0:
             raise DomainError(f"sigma must be > 0, got {sigma!r}")
         self._excess = _excess_terms(self)
+        self._rows = self.mp.size + self.mq.size   # (components × points) arrays: blockwise
 
     # ---- densities and loss ------------------------------------------------------------
 
+    @blockwise(1)
     def _log_dens(self, x, log_w, means):
         """log of the density times √(2π)σ·e^{x²/(2σ²)}: log Σ w e^{(m x − m²/2)/σ²}."""
-        x = np.atleast_1d(np.asarray(x, dtype=float))
         s2 = self.sigma * self.sigma
         terms = log_w[:, None] + (means[:, None] * x[None, :] - 0.5 * means[:, None] ** 2) / s2
         return _lse(terms, axis=0)
 
+    @blockwise(1)
     def loss(self, x) -> np.ndarray:
         """Privacy loss L(x) = log dP/dQ (x), increasing in x. References: KJH20."""
-        x = np.atleast_1d(np.asarray(x, dtype=float))
         ratio = None if self._excess is not None else self._ratio_loss(x)
         return self._pick(x, ratio, False)[0]
 
+    @blockwise(1)
     def loss_error(self, x) -> np.ndarray:
         """Bound on |L_computed(x) − L(x)| from rounding (of ``loss``, point by point)."""
-        x = np.atleast_1d(np.asarray(x, dtype=float))
         return self._pick(x, self._ratio_loss(x), True)[1]
 
     def _ratio_loss(self, x: np.ndarray) -> np.ndarray:
@@ -108,9 +110,9 @@ class MixturePair:
             ex_err = np.minimum(ex_err, err + np.abs(ex - ratio) * (1.0 + 2.0 * _U))
         return value, np.where(ok, ex_err, err)
 
+    @blockwise(1)
     def slope(self, x) -> np.ndarray:
         """L'(x) = (E_P-posterior mean − E_Q-posterior mean)/σ² ≥ 0 (monotone likelihood)."""
-        x = np.atleast_1d(np.asarray(x, dtype=float))
         s2 = self.sigma * self.sigma
 
         def post_mean(log_w, means):
@@ -255,10 +257,9 @@ class MixturePair:
 
     # ---- tails -----------------------------------------------------------------------------
 
+    @blockwise(2)
     def _log_tails(self, x, dx, log_w, means, w_err):
         """(log M(X > x), log M(X ≤ x), error bound) for one mixture M at thresholds x."""
-        x = np.atleast_1d(np.asarray(x, dtype=float))
-        dx = np.atleast_1d(np.asarray(dx, dtype=float))
         with np.errstate(invalid="ignore"):
             z = (x[None, :] - means[:, None]) / self.sigma  # shape (components, points)
         fin = np.isfinite(z)
