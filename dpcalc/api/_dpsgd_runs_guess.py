@@ -119,9 +119,21 @@ def _full_root(f, full, x: float, chord: float, accuracy: float, lo: float, hi: 
         # 1e-5: six full brackets for three)
         return x1, max(accuracy, 0.25 * abs(move))
     step = max(-abs(move), min(abs(move), -f1 * (x1 - x) / (f1 - f0)))
-    # (a secant from a Newton point is far inside its own step: 1e-8 after a step of 6e-5
-    # there; half the step keeps the solver's first probe beyond the guess a bracket)
-    return min(max(x1 + step, lo), hi), max(0.5 * abs(step), 1e-7)
+    x2 = min(max(x1 + step, lo), hi)
+    if abs(step) <= 2e-5:
+        return x2, max(0.5 * abs(step), 1e-7)
+    # the secant point is the solver's first probe (its full bound is kept by the caller):
+    # its own residual, not half the step, says how far the root is
+    try:
+        f2 = f(x2, full)
+    except (ArithmeticError, ValueError, DpcalcError):
+        return x2, max(0.5 * abs(step), 1e-7)
+    if settled is not None and settled[0] <= f2 <= settled[1]:
+        return x2, max(0.5 * abs(step), 1e-7)
+    chord2 = (f2 - f1) / (x2 - x1) if x2 != x1 else 0.0
+    if chord2 * chord > 0.0:
+        return x2, min(max(2.0 * abs(f2 / chord2), 1e-7), max(0.5 * abs(step), 1e-7))
+    return x2, max(0.5 * abs(step), 1e-7)
 
 
 #: how far inside the target (relative) the σ and q secants aim (aim): the middle of the
