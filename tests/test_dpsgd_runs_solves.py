@@ -433,51 +433,46 @@ def test_secant_guess_keeps_a_newton_point_that_settles():
     assert 1.0 - 1e-5 <= full(calls[-1]) <= 1.0
 
 
-def test_a_newton_step_far_off_declares_the_secant_points_own_residual(monkeypatch):
+@pytest.fixture
+def full_brackets(monkeypatch):
+    """The full brackets (``_Pld._own("epsilon_bounds", ...)``) a solve evaluates, listed."""
+    import dpcalc.api._runs_pld as runs_pld
+
+    seen = []
+    own = runs_pld._Pld._own
+
+    def counted(self, name, *args, **kwargs):
+        if name == "epsilon_bounds":
+            seen.append(args)
+        return own(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(runs_pld._Pld, "_own", counted)
+    return seen
+
+
+def test_a_newton_step_far_off_declares_the_secant_points_own_residual(full_brackets):
     """helper-16: where the Newton step on the cheap chord lands far off (K = 2 replace-one,
     q 1e-4, 10 steps, δ 1e-12: a secant step of 9e-4 after it), the guess's accuracy was half
     that step, and the solver bisected it to 2e-5 with five more full brackets (nine in all)
     that returned the guess itself.  The secant point is the solver's first probe, so its
     full bound is read there (no extra cost) and its residual sets the accuracy."""
-    import dpcalc.api._runs_pld as runs_pld
-
-    full = []
-    own = runs_pld._Pld._own
-
-    def counted(self, name, *args, **kwargs):
-        if name == "epsilon_bounds":
-            full.append(args)
-        return own(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(runs_pld._Pld, "_own", counted)
     r = dpcalc.dpsgd(q=1e-4, steps=10, epsilon=0.3, delta=1e-12, examples_per_user=2,
                      relation="replace-one")
-    assert len(full) <= 5
+    assert len(full_brackets) <= 5
     back = dpcalc.dpsgd(q=1e-4, steps=10, sigma=r.value, delta=1e-12, examples_per_user=2,
                         relation="replace-one", compare=False)
     assert back.value <= 0.3
 
 
 @pytest.mark.parametrize("given", [{"epochs": 10}, {"steps": 2000}])
-def test_a_batch_size_solve_starts_from_the_rate_secant(monkeypatch, given):
+def test_a_batch_size_solve_starts_from_the_rate_secant(full_brackets, given):
     """helper-16: the batch-size search started from B = 1 without a guess and paid a full
     bracket for every failing probe (9 at K = 2, N 60000, σ 1.1, 10 epochs, ε 3); it is now
     seeded by the q secant on whole batches, whose points the solver reads again."""
-    import dpcalc.api._runs_pld as runs_pld
-
-    full = []
-    own = runs_pld._Pld._own
-
-    def counted(self, name, *args, **kwargs):
-        if name == "epsilon_bounds":
-            full.append(args)
-        return own(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(runs_pld._Pld, "_own", counted)
     kw = dict(dataset_size=60000, sigma=1.1, epsilon=3, delta=1e-5, examples_per_user=2,
               **given)
     r = dpcalc.dpsgd(**kw)
-    assert len(full) <= 3
+    assert len(full_brackets) <= 3
     b = r.value
     assert isinstance(b, int) and 1 <= b <= 60000
     back = dpcalc.dpsgd(**{k: v for k, v in kw.items() if k != "epsilon"}, batch_size=b,
