@@ -120,11 +120,11 @@ def test_far_tail_q_seed_comes_down_to_rdp_unless_rdp_fails_itself():
     acc = Accountant("pld", 1e-3)
     log_d = math.log(1.339e-204)
     clt = rel.clt_q_guess(0.8295, 39.73, log_d, steps=546725)
-    seed = guess._rdp_q_seed(acc, 0.8295, 546725, 39.73, log_d, clt)
-    assert clt > 9e-4 and 7.5e-5 < seed < 8.0e-5
+    seed, anchored = guess._rdp_q_seed(acc, 0.8295, 546725, 39.73, log_d, clt)
+    assert clt > 9e-4 and 7.5e-5 < seed < 8.0e-5 and anchored
     log_d = math.log(6.628e-257)
     clt = rel.clt_q_guess(1.379, 2.959, log_d, steps=119614)
-    assert guess._rdp_q_seed(acc, 1.379, 119614, 2.959, log_d, clt) == clt
+    assert guess._rdp_q_seed(acc, 1.379, 119614, 2.959, log_d, clt) == (clt, False)
 
 
 def test_sigma_chord_on_log_expm1_aims_closer_than_on_log_epsilon():
@@ -263,3 +263,33 @@ def test_no_coarse_secant_where_the_tolerance_leaves_nothing_coarser(monkeypatch
     acc = Accountant("pld", 0.5)
     assert guess._coarse_seed(acc, point, 2.959, 3e-4, -745.0, 0.0, None, 1.0) == (3e-4, None)
     assert tols == []
+
+
+def test_a_q_solve_anchored_on_rdp_skips_the_coarse_stage_and_the_probe_at_q_1(monkeypatch):
+    """helper-17, random case 144 (σ 0.8295, 546,725 steps, ε 39.73, δ 1.339e-204): the seed
+    anchored on RDP's answer went through the coarse stage (a pass whose secant was thrown
+    away) and the settled guess was preceded by the solver's probe of q = 1."""
+    import dpcalc
+
+    coarse, probed = [], []
+    real_coarse, real_holds = guess._coarse_seed, Accountant.holds
+
+    def no_coarse(*args, **kwargs):
+        coarse.append(args)
+        return real_coarse(*args, **kwargs)
+
+    def holds(self, q, *args, **kwargs):
+        if self.name == "pld":
+            probed.append(q)
+        return real_holds(self, q, *args, **kwargs)
+
+    monkeypatch.setattr(guess, "_coarse_seed", no_coarse)
+    monkeypatch.setattr(Accountant, "holds", holds)
+    r = dpcalc.dpsgd(sigma=0.8295, steps=546725, epsilon=39.73, delta=1.339e-204, compare=False)
+    assert not coarse and 1.0 not in probed
+    from dpcalc.accountants.dpsgd import evaluate
+
+    log_d = math.log(1.339e-204)
+    assert evaluate("pld", "epsilon", r.value, 0.8295, 546725, log_d, 1e-3)[0] <= 39.73
+    assert evaluate("pld", "epsilon", r.value * (1 + 1e-4), 0.8295, 546725, log_d,
+                    1e-3)[0] > 39.73

@@ -87,11 +87,17 @@ def test_a_lower_end_past_the_double_range_leaves_the_certified_upper_end(capsys
     assert r.json["value"] >= less.json["bounds"]["lower"]
 
 
-def test_a_grid_past_the_double_range_is_uncertified_not_out_of_range(capsys):
+def test_a_grid_past_the_double_range_is_not_needed_where_its_direction_is_capped(capsys):
+    # its add direction's grid left the double range: the run was uncertified (exit 1; exit
+    # 2 "out of range" before that).  That direction's ε is at most T·K·(−log(1 − q)) =
+    # 13.9, below the remove direction's certified upper end, so it is not composed
+    # (helper-17) and the remove direction answers, its lower end 0 as for the other schemes
     r = run(capsys, "dpsgd", "--examples-per-user", "2", "--q", "0.5", "--sigma", "0.003",
-            "--steps", "10", "--delta", "1e-5", "--value")
-    assert r.code == 1
-    assert "the PLD grid cannot certify this run" in r.err
+            "--steps", "10", "--delta", "1e-5", "--json")
+    assert r.code == 0, r.err
+    assert r.json["bounds"]["lower"] == 0.0
+    assert 10 * 2 * math.log(2.0) < r.json["value"] == r.json["bounds"]["upper"] < math.inf
+    assert any("double range" in n for n in r.json["notes"])
 
 
 def test_the_curve_evaluates_noise_as_the_answer_does(capsys):

@@ -135,14 +135,15 @@ def q_guess(acc: Accountant, values: dict, epsilon: float, log_delta: float,
     by_tail = tail is not None and tail < 1.0 and (seed is None or tail < seed)
     if by_tail:
         seed = tail
-    elif "steps" in values and log_delta < _CLT_LOG_DELTA_MIN:
-        seed = _rdp_q_seed(acc, sigma, values["steps"], epsilon, log_delta, seed)
+    seed, anchored = (_rdp_q_seed(acc, sigma, values["steps"], epsilon, log_delta, seed)
+                      if not by_tail and "steps" in values and log_delta < _CLT_LOG_DELTA_MIN
+                      else (seed, False))
     if seed is None or not low < seed < 1.0:
         return None, 1e-4, rtol
     seed_slope = (rel.log_slope(lambda e: rel.tail_q_guess(sigma, e, log_delta), epsilon, True)
                   if by_tail else _clt_q_slope(epsilon, log_delta))
     coarse_slope = None
-    if by_slope and "steps" in values and log_delta < _COARSE_LOG_DELTA:
+    if by_slope and not anchored and "steps" in values and log_delta < _COARSE_LOG_DELTA:
         steps = values["steps"]
         seed, coarse_slope = _coarse_seed(
             acc, lambda x: (math.exp(x), sigma, steps, log_delta), epsilon, seed,
@@ -348,7 +349,7 @@ _CLT_LOG_DELTA_MIN = -50.0   # below: the CLT seed of a q solve is checked again
 
 
 def _rdp_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float, log_delta: float,
-                seed: float | None) -> float | None:
+                seed: float | None) -> tuple[float | None, bool]:
     """Far in the tail the CLT seed can be off by many orders (the secant then moves one
     e-fold per probe): the RDP accountant's answer q_rdp [MTZ19] (cheap per probe) is a
     lower end for the PLD's, so a seed below it is replaced by 1.5·q_rdp, and one above
@@ -358,9 +359,10 @@ def _rdp_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float, log_d
     CLT seed 1.2-1583 times the answer where q_rdp lay within a factor 1e4 below it (random
     cases 30, 144, 291, 183: 5 to 8 probes to come down); q_rdp more than 1e13 below it was
     RDP's own failure at small ε (its conversion to δ < 1e-30), the CLT seed then the
-    better one."""
+    better one.  Returns (seed, anchored on q_rdp): q_guess then skips its coarse stage,
+    whose bound (~10 % above the cheap one) sent case 30's seed 23 % low (helper-17)."""
     if acc.name != "pld":
-        return seed
+        return seed, False
     from dpcalc.params import Q
 
     rdp = Accountant("rdp", acc.tolerance)
@@ -368,12 +370,12 @@ def _rdp_q_seed(acc: Accountant, sigma: float, steps: int, epsilon: float, log_d
         q_rdp = solve_unknown(Q, lambda r: rdp.holds(r, sigma, steps, epsilon, log_delta),
                               low=0.0, low_open=True, rtol=1e-3)
     except (InfeasibleError, ArithmeticError, ValueError):
-        return seed
+        return seed, False
     if seed is None or seed < q_rdp:
-        return min(1.5 * q_rdp, 1.0)
+        return min(1.5 * q_rdp, 1.0), True
     if seed <= _RDP_Q_FAR * q_rdp:
-        return min(seed, _RDP_Q_NEAR * q_rdp)
-    return seed   # far above RDP's answer: the secant comes down in steps of up to e^8
+        return min(seed, _RDP_Q_NEAR * q_rdp), True
+    return seed, False   # far above RDP's answer: the secant comes down in steps of up to e^8
 
 
 _RDP_Q_NEAR = 1.1    # a q seed above this multiple of RDP's answer is lowered to it

@@ -209,7 +209,11 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
         # the sum of its bounds
         for b, t, cap in zip(best, steps_group, caps, strict=True):
             b[1] = min(b[1], _eps_zero_beyond(pair, fixed, d, t), cap)
-        if dominated(best, other, settle=False):
+        if dominated(best, other, settle=False) or (
+                for_solve and other is not None
+                and all(b[1] <= o[1] for b, o in zip(best, other, strict=True))):
+            # (for_solve: capped at most at the other direction's final upper ends, as the
+            # loop below stops after a first pass: the combined upper end is settled)
             per_dir[d] = best
             continue
         per_dir[d] = best
@@ -302,6 +306,11 @@ def _eps_group_quick(pair, steps_group, log_delta, tolerance, fixed, plans, log_
         bound = [min(_eps_zero_beyond(pair, fixed, d, t), cap)
                  for t, cap in zip(steps_group, caps or [math.inf] * len(steps_group),
                                    strict=True)]
+        if all(z <= b[1] for b, z in zip(best, bound, strict=True)):
+            # this direction's δ(ε) is 0 beyond ε's an earlier direction already reached
+            # at every point: max(b, min(up, z)) is b whatever it composes (the add
+            # direction where T·q is below the remove direction's ε: random case 297)
+            continue
         ups = _compose_points(pair, steps_group, _first_rho(tolerance), plans, log_eta,
                               evaluate, sides=(True,), directions=[d], fixed=fixed)
         for b, up, z in zip(best, ups, bound, strict=True):
