@@ -7,7 +7,8 @@ Each row runs the installed ``dpcalc`` next to this interpreter N times (default
 prints the median and min CPU seconds of the child process (resource.getrusage), which a
 loaded machine inflates less than wall time. ``--checkout DIR`` runs ``python -m dpcalc``
 from another checkout instead (e.g. a ``git worktree`` of main, for before/after numbers).
-Goal (issue 13): every issue-13 row <= 0.5 s.
+Goal (issue 13): every issue-13 row <= 0.5 s. The "corner" rows (other runs' slow corners,
+one of them ~45 s) are for ``--only corner``; ``--only 13`` or ``--only 14`` leaves them out.
 No test asserts a time; speed lives here.
 """
 
@@ -61,6 +62,19 @@ ROWS = [
                                "--value"]),
     ("14: epochs, q 1e-8", ["dpsgd", "--q", "1e-8", "--sigma", "14.3", "--epsilon", "0.3314",
                             "--delta", "0.003099", "--value"]),
+    # slow corners of the other runs (session 38: 35 s, 15.9 s, 1.94 s, 67 s before)
+    ("corner: σ, replace-one, q 1e-5", ["dpsgd", "--q", "1e-5", "--epochs", "10", "--epsilon",
+                                        "2", "--delta", "1e-5", "--relation", "replace-one",
+                                        "--value"]),
+    ("corner: q, K = 3, 9 epochs", ["dpsgd", "--sigma", "0.78", "--epochs", "9", "--epsilon",
+                                    "0.629", "--delta", "6.16e-5", "--examples-per-user", "3",
+                                    "--value"]),
+    ("corner: batch size, K = 2", ["dpsgd", "--dataset-size", "60000", "--sigma", "1.1",
+                                   "--epochs", "10", "--epsilon", "3", "--delta", "1e-5",
+                                   "--examples-per-user", "2", "--value"]),
+    ("corner: ε, K = 200", ["dpsgd", "--batch-size", "256", "--dataset-size", "60000",
+                            "--sigma", "1.1", "--epochs", "60", "--delta", "1e-5",
+                            "--examples-per-user", "200", "--value"]),
 ]
 
 
