@@ -120,7 +120,7 @@ def _full_root(f, full, x: float, chord: float, accuracy: float, lo: float, hi: 
         return x1, max(accuracy, 0.25 * abs(move))
     step = max(-abs(move), min(abs(move), -f1 * (x1 - x) / (f1 - f0)))
     x2 = min(max(x1 + step, lo), hi)
-    if abs(step) <= 2e-5:
+    if abs(step) < _STOP:           # (converged as the cheap secant's stop)
         return x2, max(0.5 * abs(step), 1e-7)
     # the secant point is the solver's first probe (its full bound is kept by the caller):
     # its own residual, not half the step, says how far the root is
