@@ -82,6 +82,10 @@ def dpsgd_for_tpr(*, q, batch_size, dataset_size, sigma, epochs, steps, toleranc
     from dpcalc.solve import solve_unknown
 
     tol = TOLERANCE.parse(tolerance)
+    if dataset_size is not None and batch_size is None and q is None:
+        # (an ε, δ target solves the batch size here: dpsgd.py, dpsgd_runs.py)
+        raise UsageError("a --tpr target solves q, σ, epochs or steps, not the batch size: "
+                         "give --batch-size with --dataset-size (or --q)")
     q = resolve_rate(q, batch_size, dataset_size, "--batch-size", "--dataset-size")
     if epochs is not None and steps is not None:
         raise UsageError("--epochs conflicts with --steps; give one (steps = ⌈epochs/q⌉)")

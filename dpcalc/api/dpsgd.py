@@ -170,9 +170,14 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         p = result.parameters
         return _risk.attach(result, risk_of(p["q"], p["sigma"], p["steps"], tol, fprs,
                                             (p["epsilon"], p["delta"]), scheme=run_scheme))
-    from dpcalc.api.subsample import rate_text, resolve_rate
+    from dpcalc.api.dpsgd_runs import BATCH, SIZE
+    from dpcalc.api.subsample import exact_rate, rate_text, resolve_rate
 
-    q = resolve_rate(q, batch_size, dataset_size, "--batch-size", "--dataset-size")
+    # --dataset-size without --batch-size or --q: the largest batch size is the unknown
+    size = SIZE.parse(dataset_size) if dataset_size is not None and batch_size is None \
+        and q is None else None
+    if size is None:
+        q = resolve_rate(q, batch_size, dataset_size, "--batch-size", "--dataset-size")
     if epochs is not None and steps is not None:
         raise UsageError("--epochs conflicts with --steps; give one (steps = ⌈epochs/q⌉)")
     count = STEPS if steps is not None or solve_for == "steps" else EPOCHS
@@ -180,32 +185,43 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         {"q": q, "sigma": sigma, count.name: epochs if count is EPOCHS else steps,
          "epsilon": epsilon, "delta": delta},
         (Q, NOISE, count, EPSILON, DELTA), solve_for=solve_for)
+    if size is not None and unknown.name != "q":
+        raise UsageError("--dataset-size needs --batch-size (or leave --batch-size out to "
+                         "solve it, with every other parameter given)")
+
+    def solve(acc: Accountant) -> tuple:
+        """(value, bracket) of the unknown under ``acc``; a batch size: (B, None)."""
+        if size is None:
+            return _solve(acc, unknown.name, dict(values))
+        return _solve_batch(acc, dict(values), size), None
+
+    def rate(v):   # the unknown's value as the rate it was certified at (q, or B/N)
+        return v if size is None else exact_rate(v, size)
+
     # one solve, the same in every output mode; the comparison rows come after it and never
     # change or abort it
     main = Accountant(accountant, tol)
-    value, bounds = _solve(main, unknown.name, dict(values))
-    main.fallback_note = _answer_note(main, unknown.name, values, value)
+    value, bounds = solve(main)
+    main.fallback_note = _answer_note(main, unknown.name, values, rate(value))
     comparison = []
     for other in ACCOUNTANTS if compare else ():
         if other == accountant:
             continue
         acc = Accountant(other, tol)
         try:
-            v, _ = _solve(acc, unknown.name, dict(values))
-            note = _answer_note(acc, unknown.name, values, v)
+            v, _ = solve(acc)
+            note = _answer_note(acc, unknown.name, values, rate(v))
             comparison.append(Comparison(other, v, REFS[_REF[other]].short, note))
         except comparison_failures() as exc:
             comparison.append(Comparison(other, None, REFS[_REF[other]].short, failure_note(exc)))
-    values[unknown.name] = value
+    values[unknown.name] = rate(value)
     if count is EPOCHS:
         values["steps"] = steps_for(values["epochs"], values["q"])
     else:
         values["epochs"] = values["steps"] * values["q"]
     parameters = {k: values[k] for k in ("q", "sigma", "epochs", "steps", "epsilon", "delta")}
-    if batch_size is not None:
-        from dpcalc.api.dpsgd_runs import BATCH, SIZE
-
-        parameters["batch_size"] = BATCH.parse(batch_size)
+    if batch_size is not None or size is not None:
+        parameters["batch_size"] = value if size is not None else BATCH.parse(batch_size)
         parameters["dataset_size"] = SIZE.parse(dataset_size)
     parameters.update(scheme.parameters())
     notes = []
@@ -228,7 +244,10 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         if note:
             notes.append(note)
     if count is EPOCHS and unknown.name != "epochs":
-        notes.append(f"steps = ⌈epochs/q⌉ = {values['steps']}")
+        from dpcalc.api.dpsgd_runs import loader_note
+
+        notes.append(loader_note(values["steps"], parameters.get("batch_size"),
+                                 parameters.get("dataset_size")))
     extra: dict = {}
     if curve:
         from dpcalc.api.dpsgd_curve import answer_curve
@@ -236,12 +255,13 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         extra["curve"] = answer_curve(main, values, curve_others, tol)
     direction = "upper" if unknown.name in ("epsilon", "delta", "sigma") else "lower"
     result = Result(
-        command="dpsgd", solved_for=unknown.name, value=value, parameters=parameters,
+        command="dpsgd", solved_for=unknown.name if size is None else "batch_size",
+        value=value, parameters=parameters,
         method=method, direction=direction, reference=REFS[_REF[method]].short,
         bounds=Bounds(*bounds) if bounds is not None else None,
         comparison=tuple(comparison), notes=tuple(notes), extra=extra,
         symbols={**_SYMBOLS, "examples_per_user": "K", "batch_size": "B", "dataset_size": "N"},
-        derived=("steps",) if count is EPOCHS else ("epochs",),
+        derived=(("steps",) if count is EPOCHS else ("epochs",)) + (("q",) if size else ()),
         given=rate_text(batch_size, dataset_size))
     if not fprs:
         return result
@@ -271,6 +291,48 @@ def _solve(acc: Accountant, unknown: str, values: dict):
 
     with keeping_compositions():  # a probe's quick pass is reused by its full bracket
         return _solve_one(acc, unknown, values)
+
+
+def _solve_batch(acc: Accountant, values: dict, size: int) -> int:
+    """The largest batch size B ≤ N = ``size`` that meets the target, its run sampled at
+    q = B/N (``exact_rate``, as ``--batch-size B --dataset-size N`` gives it) for the given
+    steps, or ⌈epochs/q⌉ of them.
+
+    The rate solve's answer (the largest q, to its resolution) floored to whole batches is
+    the guess of a whole-number search on B (two evaluations where it is exact: B passes,
+    B + 1 fails).  With the epochs given the steps jump as B moves, so ε is a sawtooth in B
+    and the search returns a passing B at an edge, as the q solve does on rates.  A rate
+    below what dpcalc accounts for (more than MAX_STEPS steps) does not pass."""
+    from dpcalc.api.dpsgd_runs import BATCH
+    from dpcalc.api.subsample import exact_rate
+
+    sigma, eps, log_d = values["sigma"], values["epsilon"], log_of(values["delta"])
+
+    def holds(b: int) -> bool:
+        rate = exact_rate(b, size)
+        if "steps" in values:
+            steps = values["steps"]
+        elif Fraction(values["epochs"]) / Fraction(rate) > MAX_STEPS:
+            return False
+        else:
+            steps = steps_for(values["epochs"], rate)
+        return acc.holds(rate, sigma, steps, eps, log_d)
+
+    try:
+        rate, _ = _solve(acc, "q", values)
+    except InfeasibleError:
+        rate = 0.0   # (no rate passes: the search below says so for B = 1)
+    # (a guess at N itself would start the search from B = 1; N - 1 probes N next)
+    guess = min(max(1, math.floor(Fraction(rate) * size)), max(1, size - 1))
+
+    def search() -> int:
+        return solve_unknown(BATCH, holds, name="batch size", high=size, guess=guess)
+    if acc.name != "pld":
+        return search()
+    from dpcalc.relations.pld import keeping_compositions
+
+    with keeping_compositions():  # (acc reads upper ends only: _solve set for_solve)
+        return search()
 
 
 def _solve_one(acc: Accountant, unknown: str, values: dict):

@@ -123,6 +123,8 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
                          f"{scheme.k}; this run is accounted by its dominating pair (pld)")
     if epochs is not None and steps is not None:
         raise UsageError("--epochs conflicts with --steps; give one")
+    from dpcalc.api.subsample import exact_rate
+
     size = SIZE.parse(dataset_size) if dataset_size is not None else None
     bsize = BATCH.parse(batch_size) if batch_size is not None else None
     solve_batch = size is not None and bsize is None and q is None
@@ -133,8 +135,7 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
             raise UsageError("--q conflicts with --batch-size/--dataset-size; give one")
         if bsize > size:
             raise UsageError(f"--batch-size ({bsize}) must not exceed --dataset-size ({size})")
-        rate = bsize / size
-        q = math.nextafter(rate, math.inf) if Fraction(rate) < Fraction(bsize, size) else rate
+        q = exact_rate(bsize, size)
     count = STEPS if steps is not None or solve_for == "steps" else EPOCHS
     values, unknown = leave_one_out(
         {"q": q, "sigma": sigma, count.name: epochs if count is EPOCHS else steps,
@@ -158,7 +159,7 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
     notes: list[str] = []
     if solve_batch:
         bsize = value
-        value = bsize / size
+        value = exact_rate(bsize, size)   # (the rate its ε was certified at)
         values["q"] = value
         unknown_name = "batch_size"
     else:
@@ -187,7 +188,7 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
         if note:
             notes.append(note)
     if count is EPOCHS and unknown.name not in ("epochs",):
-        notes.append(_loader_note(values["steps"], bsize, size))
+        notes.append(loader_note(values["steps"], bsize, size))
     if scheme.sampling == "fixed-batch" and scheme.relation == "add-remove":
         notes.append("fixed batches under add/remove are bounded by the replace-one pair at "
                      "p = B/N, sound when the number of steps does not depend on the dataset "
@@ -222,7 +223,7 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
         given={"q": f"{bsize}/{size}"} if bsize is not None and not solve_batch else {})
 
 
-def _loader_note(steps: int, bsize, size) -> str:
+def loader_note(steps: int, bsize, size) -> str:
     text = f"steps = ⌈epochs/q⌉ = {steps}"
     if bsize is not None:
         text += (f"; a data loader that runs ⌊N/B⌋ = {size // bsize} (drop_last) or ⌈N/B⌉ = "
@@ -323,9 +324,10 @@ def _solve_one(acc: _Pld, unknown: str, values: dict, size: int | None):
         assert _steps_for(epochs, q) <= most  # checked both ways
         return epochs, None
     if size is not None:
+        from dpcalc.api.subsample import exact_rate
+
         def rate_b(b: int) -> float:
-            rate = b / size       # (rounded up: the rate a batch of b in size is sampled at)
-            return math.nextafter(rate, math.inf) if Fraction(rate) < Fraction(b, size) else rate
+            return exact_rate(b, size)  # (the rate a batch of b in size is sampled at)
 
         def ok_b(b: int) -> bool:
             return acc.holds(rate_b(b), sigma, steps_of(values, rate_b(b)), eps, log_d)

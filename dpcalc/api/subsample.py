@@ -37,8 +37,6 @@ def resolve_rate(q: object, size: object, total: object, size_option: str,
     Raises:
         UsageError: q given with the sizes, or only one of the sizes given.
     """
-    from fractions import Fraction
-
     if size is None and total is None:
         return q
     if q is not None:
@@ -49,10 +47,16 @@ def resolve_rate(q: object, size: object, total: object, size_option: str,
     n = replace(POPULATION_SIZE, name=total_option[2:].replace("-", "_")).parse(total)
     if m > n:
         raise UsageError(f"{size_option} ({m}) must not exceed {total_option} ({n})")
+    return exact_rate(m, n)
+
+
+def exact_rate(m: int, n: int) -> float:
+    """m/n as a float, nudged up one ulp where the division rounded it down (a larger rate is
+    the private side): the q that a sample of m in n is accounted at."""
+    from fractions import Fraction
+
     rate = m / n
-    if Fraction(rate) < Fraction(m, n):
-        rate = math.nextafter(rate, math.inf)
-    return rate
+    return math.nextafter(rate, math.inf) if Fraction(rate) < Fraction(m, n) else rate
 
 
 def rate_text(size: object, total: object) -> dict[str, str]:

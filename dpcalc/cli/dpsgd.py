@@ -33,7 +33,8 @@ def dpsgd(
     q: param("Poisson sampling rate q in (0, 1].", "--q", "--sample-rate") = None,
     batch_size: param("Expected batch size B (with --dataset-size: q = B/N).",
                       "--batch-size") = None,
-    dataset_size: param("Dataset size N.", "--dataset-size") = None,
+    dataset_size: param("Dataset size N (without --batch-size and --q: solves the largest "
+                        "B).", "--dataset-size") = None,
     sigma: param("Noise multiplier σ (noise std / clipping norm).", "--sigma",
                  "--noise-multiplier") = None,
     epochs: param("Epochs (steps = ⌈epochs/q⌉).", "--epochs") = None,
