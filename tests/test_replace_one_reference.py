@@ -19,7 +19,7 @@ from tests.cli_helpers import run
 BASE = ["dpsgd", "--relation", "replace-one", "--q", "1e-5", "--steps", "1000000"]
 
 
-@pytest.mark.parametrize("sigma,eps,near", [("0.4285", 1.9973, 1e-3), ("0.6", 0.18549, 0.02),
+@pytest.mark.parametrize("sigma,eps,near", [("0.4285", 1.9973, 1e-3), ("0.6", 0.18549, 0.012),
                                             ("1.0", 0.06408, 1e-3)])
 def test_epsilon_brackets_hold_the_reference(capsys, sigma, eps, near):
     r = run(capsys, *BASE, "--sigma", sigma, "--delta", "1e-5", "--json")
@@ -28,7 +28,9 @@ def test_epsilon_brackets_hold_the_reference(capsys, sigma, eps, near):
     # the references' own accuracy: ±2e-4 at σ 0.4285, ±1e-4 elsewhere
     slack = 2e-4 if sigma == "0.4285" else 1e-4
     assert lo <= eps + slack and up >= eps - slack
-    assert up <= eps * (1 + near)          # (σ 0.6: 0.18877, 1.8 % above; left open)
+    # (σ 0.6: 0.18877, 1.8 % above, until the finest pass raised its one-step lattice's
+    # length cap, session 39: 0.18753, 1.1 % above; left open)
+    assert up <= eps * (1 + near)
 
 
 def test_a_delta_bracket_holds_the_reference(capsys):

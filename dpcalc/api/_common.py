@@ -208,3 +208,26 @@ def count_resolution_note(count: int, unit: str) -> str | None:
     return (f"searched to within {width} {unit} ({COUNT_RTOL:g} of the count): the PLD bound "
             "varies by about that much between neighbouring counts here; the answer meets "
             "the target")
+
+
+#: a bracket wider than this many tolerances gets a note (wide_bracket_note); the
+#: refinement's own stopping rules leave some a little wider than the tolerance
+WIDE_BRACKET = 10.0
+
+
+def wide_bracket_note(bounds, tolerance: float, unknown: str) -> str | None:
+    """A note for a certified bracket much wider than the tolerance asked (relative to its
+    upper end, more than WIDE_BRACKET times): the PLD's finest grid could not narrow it, so
+    the value (the upper end) may lie above the truth by up to that width, though never
+    below it.  None otherwise."""
+    if bounds is None:
+        return None
+    lower, upper = (Decimal(str(b)) for b in bounds)   # (a δ may lie below the doubles)
+    limit = Decimal(WIDE_BRACKET * tolerance) * upper
+    if not (upper > 0 and upper.is_finite()) or (upper - lower) <= limit:
+        return None
+    width = float((upper - lower) / upper)
+    return (f"the certified bracket on {unknown} is {100 * width:.2g}% wide, more than the "
+            f"tolerance {tolerance:g}: the PLD's finest grid could not narrow it here; the "
+            "true value lies in it, and the value (its upper end) may lie above it by up to "
+            "that width")

@@ -13,6 +13,7 @@ from dpcalc.api._common import (
     count_resolution_note,
     failure_note,
     leave_one_out,
+    wide_bracket_note,
 )
 from dpcalc.api._dpsgd_accountant import (  # noqa: F401 - re-exported (its home until now)
     SIGMA_EVAL_MAX,
@@ -231,6 +232,9 @@ def dpsgd(*, q: object = None, batch_size: object = None, dataset_size: object =
         method = main.fallback_note.method   # the fallback that answered (FallbackNote)
     if main.clamp_note:
         notes.append(main.clamp_note)
+    wide = wide_bracket_note(bounds, tol, _SYMBOLS[unknown.name]) if method == "pld" else None
+    if wide:
+        notes.append(wide)
     if method == "pld" and values["q"] == 1.0:
         from dpcalc.relations.full_batch import NOTE
 

@@ -19,6 +19,7 @@ from dpcalc.api._common import (
     check_choice,
     count_resolution_note,
     leave_one_out,
+    wide_bracket_note,
 )
 from dpcalc.api._runs_pld import _Pld  # (the scheme's accountant; re-exported)
 from dpcalc.errors import InfeasibleError, UsageError
@@ -177,6 +178,9 @@ def dpsgd_run(scheme: Scheme, *, q, batch_size, dataset_size, sigma, epochs, ste
                          "meets the target, and a smaller σ may too")
     notes.extend(acc.notes(values["q"], values["sigma"], values["steps"],
                            log_of(values["delta"]) if values["delta"] > 0 else None))
+    wide = wide_bracket_note(bounds, tolerance, SYMBOLS[unknown.name])
+    if wide:
+        notes.append(wide)
     parameters = {k: values[k] for k in ("q", "sigma", "epochs", "steps", "epsilon", "delta")}
     if bsize is not None:
         parameters["batch_size"] = bsize

@@ -19,6 +19,8 @@ _RHO_MIN = 0.004                # finest grid spacing the refinement will try
 _N0_MAX = 400_000               # cap on one-step grid points (memory and time)
 _NWIN_MAX = 1 << 21             # cap on any composed vector length
 _N0_LEN_MAX = 1 << 19           # cap on the one-step vector length (its square is 2×)
+# and on a last pass where that cap coarsened the finest grid (see eps_search._eps_group)
+_N0_LEN_FAR = 1 << 21
 _TAU_FLOOR = 1e-45              # smallest truncation threshold (tilted mass)
 _BUDGET = 0.01                  # share of tolerance·δ for each of: +∞ mass, truncation
 _LAMH = 2.0                     # every grid keeps λ·h ≤ _LAMH·ρ

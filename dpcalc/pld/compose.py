@@ -21,6 +21,7 @@ import numpy as np
 
 from dpcalc.pld._core import (
     _BUDGET,
+    _N0_LEN_FAR,
     _RHO_MIN,
     _TAU_FLOOR,
     PLDUncertifiable,
@@ -99,6 +100,9 @@ def _eps_finite_beyond(pair, fixed, direction: str, steps: int) -> float:
 _SCOUT_LOG_DELTA = -300.0     # Chernoff guesses of log δ below this: a coarse pass first
 _SCOUT_RHO = 0.06
 _FAR_LOG_DELTA = -700.0       # upper bounds below this (δ < 1e-304): no refinement
+# a bracket wider than this many tolerances at the finest grid, its one-step lattice
+# coarsened by the length cap, is refined once more with a longer one (eps_search._raise_len)
+_RAISE_WIDTH = 10.0
 _NWIN_FAR = 1 << 17           # and (Chernoff guess below it) shorter vectors: coarser grids
 
 
@@ -340,7 +344,8 @@ def _compose_points_fresh(pair, steps_list, rho, plans, log_eta, evaluate, sides
                 accs[(d, pess)] = acc
                 if d not in extra:
                     finals[(d, pess)] = _Final(acc, side.h0, side.lam, steps, side.c,
-                                               side.lpinf, pess, side.off)
+                                               side.lpinf, pess, side.off,
+                                               capped=side.capped)
                     continue
                 k_var, comb, prods, totals = extra[d]
                 full = _product(comb[pess], _shift(acc, k_var[pess]), prods[pess])
@@ -480,11 +485,14 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     cuts: list[tuple[float, float, float]] = []   # (guess, +∞ term, rest) of such passes
     redo_cut = False
 
+    capped = [False]     # a pessimistic side's one-step h was set by the length cap
+
     def evaluate(i, finals):
         up = lo = -math.inf
         for (_, pess), fin in finals.items():
             v = fin.log_delta(epsilon)
             if pess:
+                capped[0] = capped[0] or fin.capped
                 up = max(up, v)
                 parts[:] = map(max, parts, fin.log_delta_parts(epsilon))
             else:
@@ -500,9 +508,13 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     if scout:
         rho = _SCOUT_RHO
     later = False        # a pass after the first: it refines or resizes a missed bracket
+    raised = False       # the one-step lattice's length cap raised (as eps_search._raise_len)
     while rho is not None:
         parts[:] = [-math.inf] * 3
+        capped[0] = False
         plans = _plans_delta(pair, steps, epsilon, tolerance, est, fixed)
+        if raised:
+            plans = {d: replace(p, len_max=_N0_LEN_FAR) for d, p in plans.items()}
         if later:
             # the first pass missed the tolerance: the squarings' split gate takes its fitted
             # factor (pmf._noisy), as a refined ε pass does (q 1e-4, σ 0.8, 10^5 steps at
@@ -568,6 +580,13 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
             nxt = None     # δ beyond the double range: no finer grid (see the docstring)
         if nxt is not None and nxt < rho:
             scout = False
+        if (nxt is None and not raised and capped[0] and rho <= _RHO_MIN and err < grid
+                and best[1] >= _FAR_LOG_DELTA and not best[0] >= best[1] + math.log1p(
+                    -_RAISE_WIDTH * tolerance)):
+            # the finest grid, its spacing set by the one-step length cap, and the bracket
+            # wider than _RAISE_WIDTH tolerances: once more with the cap raised (as
+            # eps_search._raise_len)
+            nxt, raised = rho, True
         if best[0] > -math.inf and not cut_high:
             est = max(est, best[0]) if cuts else best[0]
         rho = nxt

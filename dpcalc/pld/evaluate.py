@@ -32,13 +32,15 @@ class _Final:
 
     def __init__(self, d: _Dist, h0: float, lam: float, steps: int, c: float,
                  lpinf: float, pess: bool, off: float = 0.0,
-                 totals: tuple[float, float, float] | None = None):
+                 totals: tuple[float, float, float] | None = None, capped: bool = False):
         """d composed from `steps` copies of one law (one-step log-MGF c, +∞ mass e^{lpinf},
         grid offset off); or, for a heterogeneous plan, totals = (Σ k·off, Σ k·c, log of
         the composed +∞ mass 1 − Π(1 − p∞)^k rounded up) over its items (then steps, c,
-        lpinf and off are ignored)."""
+        lpinf and off are ignored).  ``capped``: the one-step lattice's length cap set a
+        coarser spacing than asked (plan._level0), which a last pass may raise."""
         h = h0 * 2.0 ** d.s
         self.pess = pess
+        self.capped = capped
         self.lam = lam
         if totals is None:
             off_total, c_total = steps * off, steps * c

@@ -313,13 +313,15 @@ def _tier_positions(j_lo: int, j_hi: int, h: float, lower, upper,
 def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float,
             lams, max_stride=lambda h: math.inf, deep: float = 1e-30,
             log_eta_top: float | None = None, offset: float = 0.0, full: bool = True,
-            fixed_h: bool = False):
+            fixed_h: bool = False, len_max: int = _N0_LEN_MAX, capped: list | None = None):
     """Atom positions and tails at the atoms and at the bucket boundaries; nudges h off
     ill-conditioned thresholds.  Also returns whether the pessimistic side drops the mass
     below the grid (then the grid starts at the tilted `deep` quantile, above the untilted
     median: the untilted bulk far below the tilted one is not worth a grid).  The grid is
     ℓ_j = offset + j·h.  With fixed_h (a grid shared by several items of a plan) h only ever
-    doubles and a nudge moves the offset alone, so h stays h_base·2^k."""
+    doubles and a nudge moves the offset alone, so h stays h_base·2^k.  ``len_max`` caps the
+    lattice's length (a longer one takes a coarser h, still sound); ``capped``, a list, gets
+    True appended when that cap set a coarser h than asked."""
     lower, upper, lo_deep, median = _tilted_quantiles(pair, direction, lams, deep, log_eta_top)
     # the grid holds the tilted bulk (where δ comes from) as well as the untilted tails
     drop = lo_deep > lo
@@ -334,8 +336,10 @@ def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float
     for _ in range(40):
         j_lo = math.floor((lo - offset) / h) - 1
         j_hi = math.ceil((hi - offset) / h) + 1
-        if j_hi - j_lo + 1 > _N0_LEN_MAX:
-            h *= 2.0 if fixed_h else 1.05 * (j_hi - j_lo + 1) / _N0_LEN_MAX   # still sound
+        if j_hi - j_lo + 1 > len_max:
+            h *= 2.0 if fixed_h else 1.05 * (j_hi - j_lo + 1) / len_max   # still sound
+            if capped is not None and not capped:
+                capped.append(True)
             continue
         jpos = _tier_positions(j_lo, j_hi, h, [v - offset for v in lower[:4]],
                                [v - offset for v in upper[:4]], max_stride(h))
@@ -367,6 +371,7 @@ class _Side:
     h0: float
     lam: float
     off: float = 0.0     # one-step grid offset: after k steps ℓ_j = k·off + j·h
+    capped: bool = False  # its one-step lattice's length cap set a coarser h than asked
 
 
 @dataclass
@@ -381,6 +386,7 @@ class _Plan:
     nwin: int = _NWIN_MAX              # cap on the composed vectors' length (coarser: sound)
     split_noise: float = _SPLIT_NOISE_GUESSED   # the squarings' split gate (pmf._noisy)
     bulk_h: float = math.inf           # the varying item's spacing cap from _bulk_h
+    len_max: int = _N0_LEN_MAX         # cap on the one-step lattice's length (_level0)
 
 
 def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: float,

@@ -146,7 +146,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
                 break
             g = _level0(pair, direction, hh, lo, hi, plan.lam_range, max_stride=stride,
                         deep=deep, log_eta_top=plan.log_eta_top, offset=cc[0], full=False,
-                        fixed_h=h_fixed is not None)
+                        fixed_h=h_fixed is not None, len_max=plan.len_max)
             if g[0] != hh and not cp[3]:
                 # the edge's buckets: _level0's size cap chose a coarser spacing, for
                 # which the cuts are made again, once, and the gate asked again (q 1.2e-5,
@@ -166,11 +166,13 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
             if got is not None:
                 grids[False] = g[:4] + got[:2] + (got[2:],)
             break
+    capped: list = []
     if True in sides or False not in grids:
         off = edge_offset()[0]
         h_s, off, j_lo, j_hi, jpos, ell, t_full, t_half, drop = _level0(
             pair, direction, h, lo, hi, plan.lam_range, max_stride=stride, deep=deep,
-            log_eta_top=plan.log_eta_top, offset=off, fixed_h=h_fixed is not None)
+            log_eta_top=plan.log_eta_top, offset=off, fixed_h=h_fixed is not None,
+            len_max=plan.len_max, capped=capped)
         if True in sides:
             grids[True] = (h_s, off, j_lo, j_hi, jpos, ell,
                            _ctd_level0(ell, t_full, direction == "remove", drop), drop)
@@ -219,5 +221,5 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         base = replace(base, lo=base.lo + int(nz[0]), t=base.t[nz[0]:nz[-1] + 1], noise=0.0)
         out[pess] = _Side(_Engine(base, h, lam, pess, t_max, plan.tau, s_max, plan.nwin,
                                   plan.split_noise),
-                          c, lpi, h, lam, off)
+                          c, lpi, h, lam, off, capped=pess and bool(capped))
     return out

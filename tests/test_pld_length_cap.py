@@ -1,0 +1,65 @@
+"""A narrow one-step bulk beside a far tail (small q and σ): the finest pass whose one-step
+lattice the length cap coarsened is followed by one with the cap raised (eps_search._raise_len,
+compose._delta_passes).
+
+Reference: dp_accounting's connect-the-dots PLD (pessimistic, a certified upper bound) of the
+Poisson-subsampled Gaussian, q 1e-5, σ 0.6, 10⁶ steps, at value_discretization_interval 5e-6:
+ε(1e-5) ≤ 0.1302410900213756 (1e-5: 0.130615, 3e-5: 0.136043; benchmark venv, session 39).
+The true ε is at most that; dpcalc's upper end was 0.13203 (1.4 % above), its grid asking for
+h = 1.7e-6 where the cap of 2^19 points over the one-step range of ~3.7 gave 7.5e-6.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import dpcalc.pld.sides as sides_mod
+from dpcalc.pld._core import _N0_LEN_FAR, _N0_LEN_MAX
+from dpcalc.relations import pld
+
+CASE = (1e-5, 0.6, 10**6)
+REF_EPS = 0.1302410900213756   # ≥ the true ε(1e-5) (dp_accounting, CTD at 5e-6)
+LOG_DELTA = math.log(1e-5)
+
+
+@pytest.fixture
+def caps(monkeypatch):
+    """The length caps of the one-step lattices built (per pass and side)."""
+    seen = []
+    real = sides_mod._level0
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("len_max", _N0_LEN_MAX))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sides_mod, "_level0", spy)
+    return seen
+
+
+def test_the_upper_end_reaches_the_fine_reference(caps):
+    lower, upper = pld.epsilon_bounds(*CASE, LOG_DELTA)
+    assert upper <= REF_EPS * (1 + 2e-4)
+    assert 0.0 < lower <= upper
+    assert _N0_LEN_FAR in caps          # the raised pass ran
+
+
+def test_a_solvers_evaluation_gives_the_same_upper_end():
+    full = pld.epsilon_bounds(*CASE, LOG_DELTA)[1]
+    lo_s, up_s = pld.epsilon_bounds(*CASE, LOG_DELTA, for_solve=True)
+    assert up_s == full
+    assert 0.0 <= lo_s <= up_s
+
+
+def test_delta_at_the_reference_epsilon_is_near_its_delta():
+    """dp_accounting certifies δ(0.130241) ≤ 1e-5; dpcalc said 1.175e-5 before."""
+    lo, up = pld.log_delta_bounds(*CASE, REF_EPS)
+    assert math.exp(up) <= 1e-5 * 1.005
+    assert lo <= up
+
+
+def test_an_uncapped_grid_is_not_raised(caps):
+    pld.epsilon_bounds(1e-3, 0.8, 3000, math.log(1e-8))
+    pld.log_delta_bounds(1e-3, 0.8, 3000, 2.0)
+    assert caps and _N0_LEN_FAR not in caps
