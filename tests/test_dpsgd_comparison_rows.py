@@ -89,6 +89,39 @@ def test_rdp_floors_are_below_the_exact_rdp(q, sigma):
             assert 0 <= floor <= exact <= up
 
 
+@pytest.mark.parametrize("q,sigma", [(1e-8, 1e4), (1e-4, 0.5), (0.01, 1.0), (0.3, 0.7),
+                                     (0.99, 0.3), (0.5, 30.0)])
+def test_rdp_whole_sum_lower_bound_is_below_the_exact_log_a(q, sigma):
+    ns = (2, 3, 7, 10, 64)
+    lower = rdp_pruned._log_a_lower(q, sigma, ns)
+    for n, low in zip(ns, lower, strict=True):
+        with mp.workdps(40):
+            mq, ms = mp.mpf(q), mp.mpf(sigma)
+            am1 = mp.fsum(mp.binomial(n, k) * mq**k * (1 - mq) ** (n - k)
+                          * mp.expm1(mp.mpf(k * k - k) / (2 * ms * ms))
+                          for k in range(2, n + 1))
+            exact = mp.log1p(am1)  # log A_n [MTZ19, Sec 3.2]
+        assert 0 <= low <= exact and (exact < 1e-290 or low >= exact * (1 - 1e-6))
+
+
+def test_rdp_kept_orders_get_the_whole_grid_values():
+    # a group's orders are evaluated in part; the fractional ones share a series width set by
+    # the largest, which is kept with them: every kept order has the whole grid's value
+    index = {a: i for i, a in enumerate(rdp.DEFAULT_ORDERS)}
+    ints, frac, tail = rdp_pruned.groups()
+    kept = rdp_pruned._candidates(0.01, 1.0, 5000, frac, 4.6, log_delta=LOG_1E5)
+    assert 1 < len(kept) < len(frac) and kept[-1] == frac[-1]
+    rng = np.random.default_rng(5)
+    for q, sigma in [(0.01, 1.0), (256 / 60000, 1.1), (0.3, 0.7), (1e-4, 20.0), (0.9, 3.0)]:
+        whole = rdp.rdp_subsampled_gaussian(rel._orders(), q, sigma)
+        for group in (frac, tail):
+            for size in (1, 5, 20):
+                part = tuple(sorted(rng.choice(group[:-1], size, replace=False).tolist()))
+                part += (group[-1],)
+                got = rdp.rdp_subsampled_gaussian(part, q, sigma)
+                assert np.array_equal(got, whole[[index[a] for a in part]])
+
+
 def _full_grid(objective, lo, hi, points, iterations=40, lower=None):
     return _real_minimize(objective, lo, hi, points, iterations)
 
