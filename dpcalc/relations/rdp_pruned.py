@@ -112,45 +112,84 @@ def _log_a_lower(q: float, sigma: float, ns: tuple[int, ...]) -> list[float]:
 
 
 @lru_cache(maxsize=512)
-def _floors(q: float, sigma: float, orders: tuple[float, ...]) -> tuple[float, ...]:
-    """Lower bounds on the per-step RDP at each of ``orders`` (ascending): RDP is
-    non-decreasing in α [Mir17, Sec 3; van Erven & Harremoës 2014, Thm 3], so at α it is at
-    least the RDP at n = ⌊α⌋, or at ``HEAD_MAX`` for orders above it, whose lower bound is
-    ``_log_a_lower``(n)/(n − 1) (shrunk by 1e-9 relative for the division); the running
-    maximum over the orders α' ≤ α (and 0). Cached per (q, σ, orders)."""
-    ns = []
-    for a in orders:
-        n = min(math.floor(a), int(HEAD_MAX))
-        if n >= 2 and n not in ns:
-            ns.append(n)
-    ns.sort()
-    lower = dict(zip(ns, _log_a_lower(q, sigma, tuple(ns)) if ns else [], strict=True))
-    out, prev, floor = [], 1.0, 0.0
-    for a in orders:
-        if a < prev:
-            raise DomainError("orders must be ascending")
-        n = min(math.floor(a), int(HEAD_MAX))
-        if n >= 2:
-            floor = max(floor, lower[n] / (n - 1) * (1.0 - 1e-9))
-        out.append(floor)
-        prev = a
-    return tuple(out)
+def _floors(q: float, sigma: float, orders: tuple[float, ...]):
+    """Lower bounds on the per-step RDP at each of ``orders`` (ascending; a read-only array),
+    from f(α) = log A_α = (α − 1)·RDP(α) at n = min(⌊α⌋, ``HEAD_MAX``) ≥ 2, f(n) ≥ L(n) =
+    ``_log_a_lower``:
+
+    - RDP is non-decreasing in α [Mir17, Sec 3; van Erven & Harremoës 2014, Thm 3]:
+      RDP(α) ≥ L(n)/(n − 1), and ≥ the value at every order below α (running maximum);
+    - f is convex (A_α = E[X^α] with X = (1−q) + q·e^{(2z−1)/(2σ²)} > 0 is log-convex in α by
+      Hölder's inequality [MTZ19, Sec 3]), so for α ≥ n it lies above the chord through n − 1
+      and n: f(α) ≥ L(n) + (α − n)·(L(n) − U(n − 1)), with U(1) = 0 and U(m) = (m − 1)·the
+      computed (upper) RDP at the integer order m (``rdp.rdp_subsampled_gaussian``), raised by
+      1e-12 relative; the slope is lowered by 1e-12 of its pieces and taken ≥ 0.
+
+    Each bound is shrunk by 1e-9 relative for its few roundings. Cached per (q, σ, orders)."""
+    import numpy as np
+
+    from dpcalc.relations import rdp
+
+    a, n, ns, where = _floor_layout(orders)
+    if not ns:
+        return np.zeros(len(orders))
+    low = np.array(_log_a_lower(q, sigma, ns))[where]  # L(n) at each order (n ≥ 2)
+    up = np.zeros(len(ns))  # U(n − 1): 0 at n = 2, else (n − 2)·RDP(n − 1), raised
+    head = groups()[0]  # the integer orders 2..HEAD_MAX, already evaluated (cached)
+    rdp_head = rdp.rdp_subsampled_gaussian(head, q, sigma)
+    m = np.array(ns) - 1
+    up[m >= 2] = rdp_head[m[m >= 2] - 2] * (m[m >= 2] - 1) * (1.0 + 1e-12)
+    up = up[where]
+    slope = (low - up) - 1e-12 * (low + up)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf − inf where U(n − 1) is inf
+        chord = np.where((a > n) & (slope > 0),
+                         (low + (a - n) * slope) / (a - 1.0) * (1.0 - 1e-9), 0.0)
+    floor = np.maximum(low / np.maximum(n - 1.0, 1.0) * (1.0 - 1e-9), chord)
+    floor = np.maximum.accumulate(np.where(n >= 2, floor, 0.0))
+    floor.setflags(write=False)
+    return floor
 
 
-def _above(a: float, lower: float, best: float, log_delta: float | None,
-           epsilon: float | None) -> bool:
-    """Whether the conversion [CKS20, Prop 12 (v4)] at order a of a composed RDP of at least
-    ``lower`` is certainly above ``best`` (ε for ``log_delta`` given, else log δ at
-    ``epsilon``). The conversion only grows with the RDP, and the composed RDP the whole grid
-    converts (rounded up; the conversion's allowance covers its own roundings) is at least
-    ``lower``; the value here is lowered by 1e-12 of its pieces for rounding."""
-    am1, t, la = a - 1.0, math.log1p(-1.0 / a), math.log(a)
+@lru_cache(maxsize=16)
+def _floor_layout(orders: tuple[float, ...]):
+    """The orders, n = min(⌊α⌋, ``HEAD_MAX``) at each (as floats), the distinct n ≥ 2, and
+    the index of each order's n among them (0 where n < 2)."""
+    import numpy as np
+
+    if any(b < a for a, b in zip(orders, orders[1:], strict=False)) or (orders and orders[0] < 1.0):
+        raise DomainError("orders must be ascending")
+    n = [min(math.floor(a), int(HEAD_MAX)) for a in orders]
+    ns = tuple(sorted({m for m in n if m >= 2}))
+    where = np.array([ns.index(m) if m >= 2 else 0 for m in n], dtype=np.intp)
+    return np.array(orders, dtype=float), np.array(n, dtype=float), ns, where
+
+
+@lru_cache(maxsize=16)
+def _conversion_pieces(orders: tuple[float, ...]):
+    """α − 1, log((α−1)/α) and log α at each order, as in ``rdp.epsilon_from_rdp``."""
+    import numpy as np
+
+    pieces = np.array([(a - 1.0, math.log1p(-1.0 / a), math.log(a)) for a in orders]).T
+    pieces.setflags(write=False)
+    return pieces
+
+
+def _above(orders: tuple[float, ...], lower, best: float, log_delta: float | None,
+           epsilon: float | None):
+    """Whether the conversion [CKS20, Prop 12 (v4)] at each order of a composed RDP of at
+    least ``lower`` (per order) is certainly above ``best`` (ε for ``log_delta`` given, else
+    log δ at ``epsilon``). The conversion only grows with the RDP, and the composed RDP the
+    whole grid converts (rounded up; the conversion's allowance covers its own roundings) is
+    at least ``lower``; the value here is lowered by 1e-12 of its pieces for rounding."""
+    import numpy as np
+
+    am1, t, la = _conversion_pieces(orders)
     if log_delta is not None:
         t2 = -(log_delta + la) / am1  # [CKS20, Prop 12 (v4)]
-        value = lower + t + t2 - 1e-12 * (lower + abs(t) + abs(t2))
+        value = lower + t + t2 - 1e-12 * (lower + np.abs(t) + np.abs(t2))
     else:
         value = am1 * (lower - epsilon + t) - la  # [CKS20, Prop 12 (v4)]
-        value -= 1e-12 * (am1 * (lower + epsilon + abs(t)) + la)
+        value -= 1e-12 * (am1 * (lower + epsilon + np.abs(t)) + la)
     return value > best
 
 
@@ -169,12 +208,11 @@ def _candidates(q: float, sigma: float, steps: int, orders: tuple[float, ...], b
     """
     if not math.isfinite(best):
         return orders
+    out = _above(orders, steps * _floors(q, sigma, orders), best, log_delta, epsilon)
     kept = []
-    for a, floor in zip(orders, _floors(q, sigma, orders), strict=True):
-        if _above(a, steps * floor, best, log_delta, epsilon):
-            continue
-        if a > HEAD_MAX and float(a).is_integer() and _above(
-                a, steps * _rdp_lower(q, sigma, int(a)), best, log_delta, epsilon):
+    for a, ruled_out in zip(orders, out.tolist(), strict=True):
+        if ruled_out or (a > HEAD_MAX and float(a).is_integer() and _above(
+                (a,), steps * _rdp_lower(q, sigma, int(a)), best, log_delta, epsilon)[0]):
             continue
         kept.append(a)
     frac = [a for a in orders if not float(a).is_integer()]
