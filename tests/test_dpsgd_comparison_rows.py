@@ -157,6 +157,30 @@ def test_strong_floor_is_below_the_objective():
             rel._strong_epsilon_at(q, s, t, LOG_1E5, e0)
 
 
+def test_first_exact_minimum_is_the_scan_s_choice_with_ties_and_nans():
+    # the heap picks what the scan (min over the list, first of equal values) picks, and a
+    # NaN (lower or objective) hands over to that scan
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        exact = rng.integers(0, 6, size=15).astype(float)
+        lows = exact - rng.integers(0, 3, size=15)
+        if trial % 3 == 1:
+            exact[rng.integers(0, 15)] = math.nan
+        if trial % 3 == 2:
+            lows[rng.integers(0, 15)] = math.nan
+        grid = list(range(15))
+        values, done = lows.tolist(), [False] * 15
+        got = optimize._first_exact_minimum(exact.__getitem__, grid, values, done)
+        values2, done2 = lows.tolist(), [False] * 15
+        while True:
+            i = min(range(15), key=values2.__getitem__)
+            if done2[i]:
+                break
+            values2[i], done2[i] = float(exact[i]), True
+        assert got == i and done == done2
+        assert all(a == b or (a != a and b != b) for a, b in zip(values, values2, strict=True))
+
+
 def test_minimize_on_grid_with_lower_values_picks_the_same_point():
     rng = np.random.default_rng(7)
     for _ in range(200):
