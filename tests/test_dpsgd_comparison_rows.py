@@ -132,6 +132,25 @@ def test_rdp_kept_orders_get_the_whole_grid_values():
                 assert np.array_equal(got, whole[[index[a] for a in part]])
 
 
+def test_rdp_conversion_of_the_candidate_orders_is_the_whole_group_s():
+    # _convert converts only the orders that may be the first minimum: the same (ε, order)
+    # with ties, infinite RDP and values clamped at 0
+    rng = np.random.default_rng(9)
+    for group in rdp_pruned.groups():
+        for trial in range(200):
+            total = np.exp(rng.uniform(-40, 8, len(group)))
+            if trial % 4 == 1:
+                total[rng.integers(0, len(group), 5)] = math.inf
+            if trial % 4 == 2:
+                total = np.round(total, 1)  # many ties, and zeros
+            if trial % 10 == 3:
+                total[:] = math.inf
+            log_delta = -math.exp(rng.uniform(-12, 7))
+            got = rdp_pruned._convert(group, total, log_delta)
+            want = rdp.epsilon_from_rdp(group, total, log_delta, "improved")[:2]
+            assert got[0] == want[0] and (got[1] == want[1] or math.isnan(want[1]))
+
+
 def _full_grid(objective, lo, hi, points, iterations=40, lower=None):
     return _real_minimize(objective, lo, hi, points, iterations)
 

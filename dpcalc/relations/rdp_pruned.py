@@ -164,6 +164,16 @@ def _floor_layout(orders: tuple[float, ...]):
     return np.array(orders, dtype=float), np.array(n, dtype=float), ns, where
 
 
+def _later_floors(q: float, sigma: float, orders: tuple[float, ...]):
+    """``_floors`` at a later group's orders, from one computation over all later groups
+    (ascending one after the other, so the running maximum stays a valid floor)."""
+    later = groups()[1:]
+    if orders not in later:
+        return _floors(q, sigma, orders)
+    start = sum(len(g) for g in later[:later.index(orders)])
+    return _floors(q, sigma, sum(later, ()))[start:start + len(orders)]
+
+
 @lru_cache(maxsize=16)
 def _conversion_pieces(orders: tuple[float, ...]):
     """α − 1, log((α−1)/α) and log α at each order, as in ``rdp.epsilon_from_rdp``."""
@@ -208,7 +218,7 @@ def _candidates(q: float, sigma: float, steps: int, orders: tuple[float, ...], b
     """
     if not math.isfinite(best):
         return orders
-    out = _above(orders, steps * _floors(q, sigma, orders), best, log_delta, epsilon)
+    out = _above(orders, steps * _later_floors(q, sigma, orders), best, log_delta, epsilon)
     kept = []
     for a, ruled_out in zip(orders, out.tolist(), strict=True):
         if ruled_out or (a > HEAD_MAX and float(a).is_integer() and _above(
@@ -219,6 +229,34 @@ def _candidates(q: float, sigma: float, steps: int, orders: tuple[float, ...], b
     if frac and any(not float(a).is_integer() for a in kept) and frac[-1] not in kept:
         kept = sorted([*kept, frac[-1]])
     return tuple(kept)
+
+
+def _convert(orders: tuple[float, ...], total, log_delta: float) -> tuple[float, float]:
+    """``rdp.epsilon_from_rdp``'s (ε, order) [CKS20, Prop 12 (v4)] at the composed RDP
+    ``total``, converting there only the orders that may give its first smallest value.
+
+    Each order's value without its allowance (8 ulps of the pieces) is estimated on arrays
+    (where log and log1p may differ from math's in the last bits); ± 1e-9 of the pieces (and
+    1e-300) brackets the value ``rdp.epsilon_from_rdp`` computes there, also after the clamp at
+    0. An order whose lower end is above the smallest upper end is not a minimum; the others
+    keep their order, so the first of equal values is the whole group's (infinite RDP: no
+    value, as there)."""
+    import numpy as np
+
+    from dpcalc.relations import rdp
+
+    am1, t1, la = _conversion_pieces(orders)
+    finite = np.isfinite(total)
+    if not finite.any():
+        return math.inf, math.nan
+    r = np.where(finite, total, 0.0)
+    est = r + t1 - (log_delta + la) / am1
+    margin = 1e-9 * (r + np.abs(t1) + (abs(log_delta) + la) / am1) + 1e-300
+    top = np.min(np.maximum(est + margin, 0.0)[finite])
+    keep = finite & (np.maximum(est - margin, 0.0) <= top)
+    kept = [a for a, k in zip(orders, keep.tolist(), strict=True) if k]
+    eps, order, _ = rdp.epsilon_from_rdp(kept, total[keep], log_delta, "improved")
+    return eps, order
 
 
 def rdp_epsilon(q: float, sigma: float, steps: int, log_delta: float) -> tuple[float, float]:
@@ -232,7 +270,7 @@ def rdp_epsilon(q: float, sigma: float, steps: int, log_delta: float) -> tuple[f
         if not orders:
             continue
         total = rdp.compose_steps(rdp.rdp_subsampled_gaussian(orders, q, sigma), steps)
-        eps, order, _ = rdp.epsilon_from_rdp(orders, total, log_delta, "improved")
+        eps, order = _convert(orders, total, log_delta)
         if math.isfinite(eps):
             found.append((eps, rdp.DEFAULT_ORDERS.index(order), order))
             best = min(best, eps)
