@@ -31,11 +31,7 @@ def minimize_on_grid(objective: Callable[[float], float], lo: float, hi: float,
     else:
         values = [lower(x) for x in grid]
         exact = [False] * points
-        while True:
-            i = min(range(points), key=values.__getitem__)
-            if exact[i]:
-                break
-            values[i], exact[i] = objective(grid[i]), True
+        i = _first_exact_minimum(objective, grid, values, exact)
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, points - 1)]
     c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
     fc, fd = objective(c), objective(d)
@@ -49,3 +45,28 @@ def minimize_on_grid(objective: Callable[[float], float], lo: float, hi: float,
             d = a + _GOLDEN * (b - a)
             fd = objective(d)
     return min(((c, fc), (d, fd), (grid[i], values[i])), key=lambda t: t[1])
+
+
+def _first_exact_minimum(objective, grid, values, exact) -> int:
+    """Replace the first smallest of ``values`` by its objective value until the first
+    smallest is exact; its index. A heap of (value, index) pairs, one per point, finds the
+    first smallest as ``min`` over the list does (ties go to the lower index); a NaN (which
+    does not order) hands over to that scan from the same state."""
+    import heapq
+
+    if all(v == v for v in values):
+        heap = [(v, j) for j, v in enumerate(values)]
+        heapq.heapify(heap)
+        while not exact[heap[0][1]]:
+            i = heapq.heappop(heap)[1]
+            values[i], exact[i] = objective(grid[i]), True
+            if values[i] != values[i]:
+                break
+            heapq.heappush(heap, (values[i], i))
+        else:
+            return heap[0][1]
+    while True:
+        i = min(range(len(values)), key=values.__getitem__)
+        if exact[i]:
+            return i
+        values[i], exact[i] = objective(grid[i]), True

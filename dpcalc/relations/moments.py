@@ -156,33 +156,33 @@ def _log_moments_float(q: float, sigma: float, max_lambda: int) -> tuple[float, 
         v = math.log(math.expm1(x)) if x <= 30.0 else x + math.log1p(-math.exp(-x))
         le.append(v)
         le_err.append(_EPS * (1.51 * (x + 1.0) + 2.01 + 2.0 * abs(v)))
+    # the terms of every λ at once (numpy's +, −, ×, abs round as Python's floats do, so
+    # each value below is the one a loop over k gives; exp stays math.exp)
+    import numpy as np
+
+    ns, ks, lc, lc_err, starts = _moment_layout(max_lambda)
+    le_k, le_err_k = np.array(le)[ks], np.array(le_err)[ks]
+    a = (ns - ks) * l1
+    b = ks * lq
+    p1 = lc + a
+    p2 = p1 + b
+    vals = p2 + le_k
+    errs = (lc_err + 2.5 * _EPS * (np.abs(a) + np.abs(b)) + le_err_k
+            + 0.51 * _EPS * (np.abs(p1) + np.abs(p2) + np.abs(vals)))
+    ms = np.maximum.reduceat(vals, starts)
+    if not np.all(np.isfinite(ms) & (-_LOG_RANGE <= ms) & (ms <= 1e300)):
+        return None
+    shifts = vals - np.repeat(ms, np.diff(np.append(starts, vals.size)))
+    gs = errs + 0.51 * _EPS * np.abs(shifts) + 2.01 * _EPS
+    if not np.all(gs <= 0.01):
+        return None
+    all_terms = list(map(math.exp, shifts.tolist()))
+    all_weighted = (np.array(all_terms) * (gs * (1.0 + gs))).tolist()  # e^g − 1 ≤ g(1 + g)
     out = []
     for lam in range(1, max_lambda + 1):
-        n = lam + 1
-        binom = _log_binomials(n)
-        logs, errs = [], []
-        for k in range(2, n + 1):
-            lc, lc_err = binom[k]
-            a = (n - k) * l1
-            b = k * lq
-            p1 = lc + a
-            p2 = p1 + b
-            val = p2 + le[k]
-            logs.append(val)
-            errs.append(lc_err + 2.5 * _EPS * (abs(a) + abs(b)) + le_err[k]
-                        + 0.51 * _EPS * (abs(p1) + abs(p2) + abs(val)))
-        m = max(logs)
-        if not (math.isfinite(m) and -_LOG_RANGE <= m <= 1e300):
-            return None
-        terms, weighted = [], []
-        for val, err in zip(logs, errs, strict=True):
-            s = val - m
-            g = err + 0.51 * _EPS * abs(s) + 2.01 * _EPS
-            if not g <= 0.01:
-                return None
-            t = math.exp(s)
-            terms.append(t)
-            weighted.append(t * (g * (1.0 + g)))  # e^g − 1 ≤ g(1 + g) for g ≤ 1
+        lo, hi = int(starts[lam - 1]), int(starts[lam]) if lam < max_lambda else vals.size
+        m = float(ms[lam - 1])
+        terms, weighted = all_terms[lo:hi], all_weighted[lo:hi]
         total = math.fsum(terms)  # ≥ 1: the largest term is e^0
         r = 1.001 * math.fsum(weighted) / total + 2.0 * _EPS
         if m <= _LOG_RANGE:
@@ -202,6 +202,19 @@ def _log_moments_float(q: float, sigma: float, max_lambda: int) -> tuple[float, 
             return None
         out.append(_up(value + pad, 2))
     return tuple(out)
+
+
+@lru_cache(maxsize=4)
+def _moment_layout(max_lambda: int):
+    """n, k, log C(n, k) and its error bound (``_log_binomials``) for every term k = 2..n of
+    every n = λ + 1, λ = 1..max_lambda (flat, λ by λ), and where each λ starts."""
+    import numpy as np
+
+    rows = [(n, k, *_log_binomials(n)[k]) for n in range(2, max_lambda + 2)
+            for k in range(2, n + 1)]
+    ns, ks, lc, lc_err = (np.array(c) for c in zip(*rows, strict=True))
+    starts = np.cumsum([0] + [n - 1 for n in range(2, max_lambda + 1)])
+    return ns.astype(float), ks, lc, lc_err, starts
 
 
 def _full_batch_moments(sigma: float, max_lambda: int) -> tuple[float, ...] | None:
