@@ -29,7 +29,13 @@ def _log_erfc(y):
     y = np.asarray(y, dtype=float)
     out = np.empty_like(y)
     small = y < 26.0
-    if small.any():
+    n_small = int(np.count_nonzero(small))
+    if n_small == y.size:           # (no selection's copies where every point is small)
+        vals = np.fromiter(map(math.erfc, y.ravel().tolist()), float, y.size)
+        with np.errstate(divide="ignore"):
+            np.log(vals.reshape(y.shape), out=out)
+        return out
+    if n_small:
         ys = y[small]
         vals = np.fromiter(map(math.erfc, ys.tolist()), float, ys.size)
         with np.errstate(divide="ignore"):

@@ -47,12 +47,12 @@ def _x_of_loss(ell, q: float, sigma: float | None, s2: float | None = None):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         em1 = np.expm1(ell)
         y = em1 / q                      # x = σ²·log1p(y) + 1/2, y = (e^ℓ − 1)/q > −1
-        x = s2 * np.log1p(y) + 0.5
+        ly = np.log1p(y)
+        x = s2 * ly + 0.5
         # |Δy| ≤ 2u|y| (expm1, division) + u|ℓ|e^ℓ/q (rounding of the grid value ℓ)
         ey = 2.0 * _U * np.abs(y) + _U * np.abs(ell) * (em1 + 1.0) / q
         onep = 1.0 + y
-        dx = s2 * (ey / np.abs(onep) + 2.0 * _U * np.abs(np.log1p(y))) \
-            + 2.0 * _U * (np.abs(x) + 1.0)
+        dx = s2 * (ey / np.abs(onep) + 2.0 * _U * np.abs(ly)) + 2.0 * _U * (np.abs(x) + 1.0)
     ill = np.abs(onep) <= 8.0 * (ey + _U)
     pos = onep > 0
     x = np.where(pos, x, -np.inf)
@@ -176,8 +176,11 @@ class SubsampledGaussian:
         t = _tails(ell, self.q, self.sigma, direction)
         if t is None:
             return None
-        return Tails(t.lPup, t.lPlo, t.lQup, t.lQlo, *(_relative(e) for e in (
-            t.ePup, t.ePlo, t.eQup, t.eQlo)))
+        # (each side's two tails share one bound array: converted once)
+        ep, eq = _relative(t.ePup), _relative(t.eQup)
+        return Tails(t.lPup, t.lPlo, t.lQup, t.lQlo, ep,
+                     ep if t.ePlo is t.ePup else _relative(t.ePlo), eq,
+                     eq if t.eQlo is t.eQup else _relative(t.eQlo))
 
     def loss_bounds(self, direction: str) -> tuple[float, float]:
         if self.q >= 1.0:
