@@ -1,10 +1,12 @@
-"""The subsampled Gaussian's kept quadrature nodes (SubsampledGaussian._nodes): the same
-doubles as a fresh pair's, a bounded number of grids, and never handed out to be written."""
+"""Caches of the Gaussian pairs: the subsampled Gaussian's kept quadrature nodes
+(SubsampledGaussian._nodes: the same doubles as a fresh pair's, a bounded number of grids,
+never handed out to be written) and the memoised normal quantile _z_for_log_tail."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from dpcalc.mechanisms import _normal
 from dpcalc.mechanisms import subsampled_gaussian as sg
 from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
 
@@ -29,3 +31,14 @@ def test_kept_nodes_are_a_fresh_pairs_and_stay_bounded():
             for a in got:          # a caller's writes stay in its own arrays
                 a[...] = np.nan
             assert len(kept._nodes) <= sg._NODES_KEPT
+
+
+def test_memoised_normal_quantile_is_the_functions_and_bounded():
+    z_of = _normal._z_for_log_tail
+    targets = [-0.1, -0.7, -5.0, -23.7, -200.0, -1e4, 0.0, -1e-300]
+    first = [z_of(t) for t in targets]
+    assert [z_of(t) for t in targets] == first
+    assert first == [z_of.__wrapped__(t) for t in targets]
+    for k in range(1000):
+        z_of(-1.0 - k / 7.0)
+    assert z_of.cache_info().currsize <= z_of.cache_info().maxsize == 256
