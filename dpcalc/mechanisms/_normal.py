@@ -7,6 +7,7 @@ References: [BW18] (the Gaussian mechanism's tails), [KJH20].
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -29,7 +30,13 @@ def _log_erfc(y):
     y = np.asarray(y, dtype=float)
     out = np.empty_like(y)
     small = y < 26.0
-    if small.any():
+    n_small = int(np.count_nonzero(small))
+    if n_small == y.size:           # (no selection's copies where every point is small)
+        vals = np.fromiter(map(math.erfc, y.ravel().tolist()), float, y.size)
+        with np.errstate(divide="ignore"):
+            np.log(vals.reshape(y.shape), out=out)
+        return out
+    if n_small:
         ys = y[small]
         vals = np.fromiter(map(math.erfc, ys.tolist()), float, ys.size)
         with np.errstate(divide="ignore"):
@@ -82,9 +89,11 @@ def _log_phic(z: float) -> float:
     return _LOG_HALF + float(_log_erfc(np.array([y]))[0])
 
 
+@functools.lru_cache(maxsize=256)
 def _z_for_log_tail(log_target: float) -> float:
     """z ≥ 0 with log Φc(z) ≤ log_target, close to the smallest (Newton on the log tail,
-    then a check; only sizes the grid)."""
+    then a check; only sizes the grid).  Memoised: both directions' supports and the grid's
+    spacing ask for the same target (a pure function of it; a bounded cache)."""
     if log_target >= _LOG_HALF:
         return 0.0
     z = math.sqrt(-2.0 * log_target)

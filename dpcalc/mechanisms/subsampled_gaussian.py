@@ -47,12 +47,12 @@ def _x_of_loss(ell, q: float, sigma: float | None, s2: float | None = None):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         em1 = np.expm1(ell)
         y = em1 / q                      # x = σ²·log1p(y) + 1/2, y = (e^ℓ − 1)/q > −1
-        x = s2 * np.log1p(y) + 0.5
+        ly = np.log1p(y)
+        x = s2 * ly + 0.5
         # |Δy| ≤ 2u|y| (expm1, division) + u|ℓ|e^ℓ/q (rounding of the grid value ℓ)
         ey = 2.0 * _U * np.abs(y) + _U * np.abs(ell) * (em1 + 1.0) / q
         onep = 1.0 + y
-        dx = s2 * (ey / np.abs(onep) + 2.0 * _U * np.abs(np.log1p(y))) \
-            + 2.0 * _U * (np.abs(x) + 1.0)
+        dx = s2 * (ey / np.abs(onep) + 2.0 * _U * np.abs(ly)) + 2.0 * _U * (np.abs(x) + 1.0)
     ill = np.abs(onep) <= 8.0 * (ey + _U)
     pos = onep > 0
     x = np.where(pos, x, -np.inf)
@@ -120,12 +120,19 @@ def _loss_rem(x, q: float, sigma: float):
     return np.logaddexp(math.log1p(-q), math.log(q) + a)
 
 
-def _x_grid(q: float, sigma: float, direction: str, lam: float, per_sigma: float,
-            nmin: int, x_hi: float = math.inf):
+def _x_span(sigma: float, direction: str, lam: float, per_sigma: float, nmin: int,
+            x_hi: float = math.inf) -> tuple[float, float, int]:
+    """(first node, last node, number of nodes) of the quadrature's x grid."""
     top = max(1.0, lam + 1.0) if direction == "remove" else 1.0
     xlo, xhi = -14.0 * sigma, min(top + 14.0 * sigma, x_hi)
-    n = int(min(200_000, max(nmin, per_sigma * (xhi - xlo) / sigma)))
-    return np.linspace(xlo, xhi, n)
+    return xlo, xhi, int(min(200_000, max(nmin, per_sigma * (xhi - xlo) / sigma)))
+
+
+# nodes (loss, log φ) of a pair's quadrature kept per pair: the tilt's search, the grid's
+# quantiles and the clump test ask again for the same x grid at other tilts (the add
+# direction's grid, and one cut at x_top, do not move with λ), each time for the same
+# losses; a few grids per pair at most
+_NODES_KEPT = 4
 
 
 @functools.lru_cache(maxsize=256)
@@ -165,6 +172,7 @@ class SubsampledGaussian:
         self.q = float(q)
         self.sigma = float(sigma)
         self.symmetric = self.q == 1.0
+        self._nodes: dict = {}      # quadrature nodes kept (see _NODES_KEPT)
 
     def __repr__(self) -> str:
         return f"SubsampledGaussian(q={self.q!r}, sigma={self.sigma!r})"
@@ -176,8 +184,11 @@ class SubsampledGaussian:
         t = _tails(ell, self.q, self.sigma, direction)
         if t is None:
             return None
-        return Tails(t.lPup, t.lPlo, t.lQup, t.lQlo, *(_relative(e) for e in (
-            t.ePup, t.ePlo, t.eQup, t.eQlo)))
+        # (each side's two tails share one bound array: converted once)
+        ep, eq = _relative(t.ePup), _relative(t.eQup)
+        return Tails(t.lPup, t.lPlo, t.lQup, t.lQlo, ep,
+                     ep if t.ePlo is t.ePup else _relative(t.ePlo), eq,
+                     eq if t.eQlo is t.eQup else _relative(t.eQlo))
 
     def loss_bounds(self, direction: str) -> tuple[float, float]:
         if self.q >= 1.0:
@@ -194,9 +205,17 @@ class SubsampledGaussian:
         remove: dP = e^{L}dQ0, log w = log φ + (λ + 1)L; add: dP = dQ0, log w = log φ − λL."""
         q, sigma = self.q, self.sigma
         x_hi = math.inf if log_eta_top is None else _x_top(sigma, direction, log_eta_top)
-        x = _x_grid(q, sigma, direction, lam, density, nmin, x_hi)
-        lr = _loss_rem(x, q, sigma)
-        lphi = -x * x / (2.0 * sigma * sigma)
+        span = _x_span(sigma, direction, lam, density, nmin, x_hi)
+        kept = self._nodes
+        key = (q, sigma, span)
+        hit = kept.get(key)
+        if hit is None:
+            if len(kept) >= _NODES_KEPT:
+                kept.clear()
+            x = np.linspace(*span)
+            hit = kept[key] = (_loss_rem(x, q, sigma), -x * x / (2.0 * sigma * sigma))
+        lr, lphi = hit
+        # (the kept arrays themselves are never handed out: a caller may write to its own)
         if direction == "remove":
-            return lr, lphi + lr, lphi + (lam + 1.0) * lr
-        return -lr, lphi, lphi - lam * lr
+            return lr.copy(), lphi + lr, lphi + (lam + 1.0) * lr
+        return -lr, lphi.copy(), lphi - lam * lr

@@ -57,12 +57,19 @@ def _log1mexp(d):
     """log(1 − e^d) for d ≤ 0 (Maechler 2012); −inf at d = 0."""
     d = np.asarray(d, dtype=float)
     near = d > -math.log(2.0)
-    far = ~near
     out = np.empty_like(d)
+    k = int(np.count_nonzero(near))
     with np.errstate(divide="ignore", invalid="ignore"):
-        # each branch on its own points only (both over every point were 5 % of a batch)
-        out[near] = np.log(-np.expm1(d[near]))
-        out[far] = np.log1p(-np.exp(d[far]))
+        # each branch on its own points only (both over every point were 5 % of a batch);
+        # where all points take one branch (most calls) without the selections' copies
+        if k == near.size:
+            np.log(-np.expm1(d), out=out)
+        elif k == 0:
+            np.log1p(-np.exp(d), out=out)
+        else:
+            far = ~near
+            out[near] = np.log(-np.expm1(d[near]))
+            out[far] = np.log1p(-np.exp(d[far]))
     return out
 
 
@@ -81,6 +88,39 @@ def _lse(*arrays):
     for a in arrays[1:]:
         out = np.logaddexp(out, a)
     return out
+
+
+def _split(mask):
+    """(where mask holds, where it does not) as indices for mask's array: Ellipsis for all
+    points, None for none, slices where the points split into two runs (tails at sorted
+    thresholds: upper tails ≤ 1/2 from some point on), else the boolean masks (slices and
+    Ellipsis index views, where masks copied every array)."""
+    n = mask.size
+    k = int(np.count_nonzero(mask))
+    if k == n:
+        return ..., None
+    if k == 0:
+        return None, ...
+    if mask.ndim == 1:
+        if mask[n - k:].all():
+            return slice(n - k, n), slice(0, n - k)
+        if mask[:k].all():
+            return slice(0, k), slice(k, n)
+    return mask, ~mask
+
+
+def _by_form(norm, fall, fbm, a: int, b: int):
+    """(values, errors) over the points a..b−1 from norm at the normal ones and fall at the
+    fall-backs (fbm), each function called on its points' indices only."""
+    sel = fbm[a:b]
+    k = int(np.count_nonzero(sel))
+    if k == 0:
+        return norm(slice(a, b))
+    v, e = np.empty(b - a), np.empty(b - a)
+    for part, fn in ((~sel, norm), (sel, fall)):
+        if part.any():
+            v[part], e[part] = fn(np.flatnonzero(part) + a)
+    return v, e
 
 
 def _logsumexp(a) -> float:

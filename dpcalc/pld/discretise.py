@@ -20,30 +20,41 @@ from dpcalc.pld._core import (
     _LOG_U4,
     _U,
     PLDUncertifiable,
+    _by_form,
     _log1mexp,
     _log_sub,
     _logsumexp,
     _lse,
     _slog,
+    _split,
 )
 from dpcalc.pld.pair import DominatingPair, Tails
 
 
-def _interval_mass(lup_l, lup_r, llo_l, llo_r, eup_l, eup_r, elo_l, elo_r):
+def _interval_mass(lup_l, lup_r, llo_l, llo_r, eup_l, eup_r, elo_l, elo_r, log_err=False):
     """log of the mass between two thresholds and the log of an absolute error bound.
 
-    Uses the difference of upper tails where those are ≤ 1/2, else of lower tails.
+    Uses the difference of upper tails where those are ≤ 1/2, else of lower tails.  With
+    log_err the e* are the log absolute errors log(e) + l of their tails already (callers
+    that need those anyway).
     """
-    shape = np.broadcast(lup_l, lup_r, llo_l, llo_r, eup_l, eup_r, elo_l, elo_r).shape
-    use_up = np.broadcast_to(lup_l <= _LOG_HALF, shape)
+    args = (lup_l, lup_r, llo_l, llo_r, eup_l, eup_r, elo_l, elo_r)
+    shape = np.broadcast(*args).shape
+    if any(np.shape(v) != shape for v in args):
+        args = tuple(np.broadcast_to(v, shape) for v in args)
+    lup_l, lup_r, llo_l, llo_r, eup_l, eup_r, elo_l, elo_r = args
     m, err = np.empty(shape), np.empty(shape)
     with np.errstate(divide="ignore"):
         # each point's pair of tails only (both over every point were half the work)
-        for sel, (l0, l1, e0, e1) in ((use_up, (lup_l, lup_r, eup_l, eup_r)),
-                                      (~use_up, (llo_r, llo_l, elo_r, elo_l))):
-            l0, l1, e0, e1 = (np.broadcast_to(v, shape)[sel] for v in (l0, l1, e0, e1))
+        for sel, (l0, l1, e0, e1) in zip(_split(np.asarray(lup_l) <= _LOG_HALF),
+                                         ((lup_l, lup_r, eup_l, eup_r),
+                                          (llo_r, llo_l, elo_r, elo_l)), strict=True):
+            if sel is None:
+                continue
+            l0, l1, e0, e1 = (np.asarray(v)[sel] for v in (l0, l1, e0, e1))
             m[sel] = _log_sub(l0, l1)
-            err[sel] = np.logaddexp(np.log(e0) + l0, np.log(e1) + l1)
+            err[sel] = (np.logaddexp(e0, e1) if log_err else
+                        np.logaddexp(np.log(e0) + l0, np.log(e1) + l1))
     return m, np.logaddexp(err, _LOG_U4 + m)
 
 
@@ -68,9 +79,18 @@ def _ctd_level0(ell, tl: Tails, remove: bool, drop_below: bool = False):
     """
     n = ell.size
     lw = np.log(-np.expm1(-np.diff(ell)))  # log(1 − e^{−(ℓ_m − ℓ_{m−1})}), any spacing
+    med_candidates = np.nonzero(tl.lPup[:-1] <= _LOG_HALF)[0]
+    m_med = int(med_candidates[0]) + 1 if med_candidates.size else n
+    # S_m is read from the median up only, F_m up to it only (all S_m where dropping):
+    # each is computed there alone (both over every point doubled the sums' work)
+    s_lo = 0 if drop_below else m_med - 1           # S_m for m > s_lo
+    f_hi = 0 if drop_below else min(m_med, n - 1)   # F_m for 0 < m ≤ f_hi
     with np.errstate(divide="ignore", invalid="ignore"):
+        # log absolute errors of P's tails, once for the interval masses and the sums
+        el_up = np.log(tl.ePup) + tl.lPup
+        el_lo = np.log(tl.ePlo) + tl.lPlo
         la, lea = _interval_mass(tl.lPup[:-1], tl.lPup[1:], tl.lPlo[:-1], tl.lPlo[1:],
-                                 tl.ePup[:-1], tl.ePup[1:], tl.ePlo[:-1], tl.ePlo[1:])
+                                 el_up[:-1], el_up[1:], el_lo[:-1], el_lo[1:], log_err=True)
         lb, leb = _interval_mass(tl.lQup[:-1], tl.lQup[1:], tl.lQlo[:-1], tl.lQlo[1:],
                                  tl.eQup[:-1], tl.eQup[1:], tl.eQlo[:-1], tl.eQlo[1:])
         lb = lb + ell[:-1]
@@ -78,26 +98,25 @@ def _ctd_level0(ell, tl: Tails, remove: bool, drop_below: bool = False):
         lG = _log_sub(la, lb)
         leG = _lse(lea, leb, _LOG_U4 + np.logaddexp(la, lb))
         lGw, leGw = lG - lw, leG - lw
-        lPup, lPlo = tl.lPup[1:], tl.lPlo[1:]
-        elPup, elPlo = np.log(tl.ePup[1:]) + lPup, np.log(tl.ePlo[1:]) + lPlo
         # upper sums S_m (m = 1..n−1), lower sums F_m = 1 − S_m
-        lS = np.logaddexp(lPup, lGw)
-        leS = _lse(elPup, leGw, _LOG_U4 + lS)
-        lF = _log_sub(lPlo, lGw)
-        leF = _lse(elPlo, leGw, _LOG_U4 + np.logaddexp(lPlo, lGw))
+        up, lo = slice(s_lo + 1, n), slice(1, f_hi + 1)         # (of the arrays over m)
+        lPup, lGw_u, leGw_u = tl.lPup[up], lGw[up.start - 1:], leGw[up.start - 1:]
+        lS = np.logaddexp(lPup, lGw_u)
+        leS = _lse(el_up[up], leGw_u, _LOG_U4 + lS)
+        lPlo, lGw_l, leGw_l = tl.lPlo[lo], lGw[:f_hi], leGw[:f_hi]
+        lF = _log_sub(lPlo, lGw_l)
+        leF = _lse(el_lo[lo], leGw_l, _LOG_U4 + np.logaddexp(lPlo, lGw_l))
         lS_t = np.logaddexp(lS, math.log(2.0) + leS)              # pessimistic: S up
         lF_t = _log_sub(lF, math.log(2.0) + leF)                 # pessimistic: F down
     # index arrays over m = 0..n (m = n is +∞)
     S = np.full(n + 1, -np.inf)
     F = np.full(n + 1, -np.inf)
     S[0], F[0] = 0.0, -np.inf
-    S[1:n] = lS_t
-    F[1:n] = lF_t
+    S[up] = lS_t
+    F[lo] = lF_t
     # p∞ = P(L > ℓ_top), moved up by twice its error bound
     lpinf = float(tl.lPup[-1] + math.log1p(2.0 * float(tl.ePup[-1]) + 4 * _U))
     S[n] = lpinf
-    med_candidates = np.nonzero(tl.lPup[:-1] <= _LOG_HALF)[0]
-    m_med = int(med_candidates[0]) + 1 if med_candidates.size else n
     if drop_below:
         # only the part above ℓ_0 is kept: S_0 = P(L > ℓ_0), all sums from upper tails
         S[0] = float(tl.lPup[0] + math.log1p(2.0 * float(tl.ePup[0]) + 4 * _U))
@@ -133,9 +152,11 @@ def _ctd_level0(ell, tl: Tails, remove: bool, drop_below: bool = False):
     return lp, lpinf, lrel
 
 
-def _bucket_masses(tb: Tails):
+def _bucket_masses(tb: Tails, el_p=None):
     """log P- and Q-masses (and log absolute error bounds) of the n = len(tb) + 1 buckets cut
-    by the boundaries whose tails are tb (the first and last bucket are unbounded)."""
+    by the boundaries whose tails are tb (the first and last bucket are unbounded).  el_p:
+    the log absolute errors (log e + l) of P's upper and lower tails, if the caller has
+    them."""
     n = tb.lPup.size + 1
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         la = np.empty(n)
@@ -149,9 +170,10 @@ def _bucket_masses(tb: Tails):
         lea[-1] = _slog(tb.ePup[-1]) + tb.lPup[-1]
         leb[-1] = _slog(tb.eQup[-1]) + tb.lQup[-1]
         if n > 2:
+            eu, el = el_p if el_p is not None else (tb.ePup, tb.ePlo)
             la[1:-1], lea[1:-1] = _interval_mass(
                 tb.lPup[:-1], tb.lPup[1:], tb.lPlo[:-1], tb.lPlo[1:],
-                tb.ePup[:-1], tb.ePup[1:], tb.ePlo[:-1], tb.ePlo[1:])
+                eu[:-1], eu[1:], el[:-1], el[1:], log_err=el_p is not None)
             lb[1:-1], leb[1:-1] = _interval_mass(
                 tb.lQup[:-1], tb.lQup[1:], tb.lQlo[:-1], tb.lQlo[1:],
                 tb.eQup[:-1], tb.eQup[1:], tb.eQlo[:-1], tb.eQlo[1:])
@@ -166,16 +188,16 @@ def _bucket_plan(ell, la, lb, lea, leb) -> dict:
         nonempty = np.isfinite(la)
         ra = np.where(nonempty, np.exp(lea - la), 0.0)       # relative errors of a, b
         rb = np.where(np.isfinite(lb), np.exp(leb - lb), 0.0)
-        rab = ra + rb + 4 * _U
+        erab = np.expm1(ra + rb + 4 * _U)     # (once: each bucket enters three times)
 
         def excess(target, k):
             """Excess of bucket k over e^{target} per unit of a_k, and its error bound."""
             lr = np.where(nonempty[k], target + lb[k] - la[k], np.nan)
             # X = 1 − e^{lr}; relative errors ra, rb of a, b move lr by ≤ ra + rb (+ rounding)
-            return -np.expm1(lr), np.exp(lr) * np.expm1(rab[k]) + 4 * _U
+            return -np.expm1(lr), np.exp(lr) * erab[k] + 4 * _U
 
         idx = np.arange(n)
-        X, eX = excess(ell, idx)
+        X, eX = excess(ell, ...)
         up = np.minimum(idx + 1, n - 1)
         dn = np.maximum(idx - 1, 0)
         Y, eY = excess(ell, up)          # bucket m+1 w.r.t. ℓ_m (> 0)
@@ -290,47 +312,63 @@ def _bucket_level0(ell, tb: Tails):
     twice its error bound towards lower losses.  tb holds the tails at the n−1 bucket
     boundaries β_m.  Returns (log masses, log relative error of the masses).
     """
-    d = _bucket_plan(ell, *_bucket_masses(tb))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # log absolute errors of P's tails, once for the bucket masses and the sums
+        ePu = np.log(tb.ePup) + tb.lPup
+        ePl = np.log(tb.ePlo) + tb.lPlo
+    d = _bucket_plan(ell, *_bucket_masses(tb, (ePu, ePl)))
     la, ra, n, f, g, fb, fprev, dn = (d[k] for k in ("la", "ra", "n", "f", "g", "fb",
                                                      "fprev", "dn"))
-    g_next = np.concatenate((g[1:], [0.0]))
+    med_candidates = np.nonzero(tb.lPup <= _LOG_HALF)[0]
+    m_med = int(med_candidates[0]) + 1 if med_candidates.size else n
+    m_med = max(m_med, 1)
     # tail sums of the grid PLD: S_m = P-mass at grid points ≥ m (F_m = 1 − S_m)
     #   normal m:    S_m = P(L > β_{m−1}) − f_{m−1}a_m + g_m a_{m−1}
     #   fall-back m: S_m = P(L > β_m) + g_{m+1}a_m
+    # S_m is read from the median up only, F_m up to it only: each is computed there alone,
+    # and each of the two forms at its own points (all four over every point: 4x the work)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lg = np.log(g)
         lfa = np.log(fprev) + la                        # f_{m−1}·a_m
-        lga = np.log(g) + la[dn]                        # g_m·a_{m−1}
-        lgn = np.log(g_next) + la                       # g_{m+1}·a_m
-        r_fa = lfa + np.log(ra + 2 * _U)
-        r_ga = lga + np.log(ra[dn] + 2 * _U)
-        r_gn = lgn + np.log(ra + 2 * _U)
+        lga = lg + la[dn]                               # g_m·a_{m−1}
+        lgn = np.concatenate((lg[1:], [-np.inf])) + la  # g_{m+1}·a_m
+        lra = np.log(ra + 2 * _U)
+        r_fa = lfa + lra
+        r_ga = lga + lra[dn]
+        r_gn = lgn + lra
         lPu, lPl = tb.lPup, tb.lPlo
-        ePu = np.log(tb.ePup) + lPu
-        ePl = np.log(tb.ePlo) + lPl
-        sl = slice(1, n)
-        lS_norm = _log_sub(np.logaddexp(lPu, lga[sl]), lfa[sl])
-        leS_norm = _lse(ePu, r_fa[sl], r_ga[sl], _LOG_U4 + np.logaddexp(lPu, lga[sl]))
-        lF_norm = _log_sub(np.logaddexp(lPl, lfa[sl]), lga[sl])
-        leF_norm = _lse(ePl, r_fa[sl], r_ga[sl], _LOG_U4 + np.logaddexp(lPl, lfa[sl]))
         lPu_a = np.concatenate((lPu[1:], [-np.inf]))
         ePu_a = np.concatenate((ePu[1:], [-np.inf]))
         lPl_a = np.concatenate((lPl[1:], [0.0]))
         ePl_a = np.concatenate((ePl[1:], [-np.inf]))
-        lS_fb = np.logaddexp(lPu_a, lgn[sl])
-        leS_fb = _lse(ePu_a, r_gn[sl], _LOG_U4 + lS_fb)
-        lF_fb = _log_sub(lPl_a, lgn[sl])
-        leF_fb = _lse(ePl_a, r_gn[sl], _LOG_U4 + lPl_a)
-        fbm = fb[sl]
-        lS = np.where(fbm, lS_fb, lS_norm)
-        leS = np.where(fbm, leS_fb, leS_norm)
-        lF = np.where(fbm, lF_fb, lF_norm)
-        leF = np.where(fbm, leF_fb, leF_norm)
+
+        def s_norm(i):          # (arrays over m = 1..n−1: index i is m − 1)
+            x = np.logaddexp(lPu[i], lga[1:][i])
+            return (_log_sub(x, lfa[1:][i]),
+                    _lse(ePu[i], r_fa[1:][i], r_ga[1:][i], _LOG_U4 + x))
+
+        def s_fb(i):
+            v = np.logaddexp(lPu_a[i], lgn[1:][i])
+            return v, _lse(ePu_a[i], r_gn[1:][i], _LOG_U4 + v)
+
+        def f_norm(i):
+            y = np.logaddexp(lPl[i], lfa[1:][i])
+            return (_log_sub(y, lga[1:][i]),
+                    _lse(ePl[i], r_fa[1:][i], r_ga[1:][i], _LOG_U4 + y))
+
+        def f_fb(i):
+            return (_log_sub(lPl_a[i], lgn[1:][i]),
+                    _lse(ePl_a[i], r_gn[1:][i], _LOG_U4 + lPl_a[i]))
+
+        fbm = fb[1:]
+        lS, leS = _by_form(s_norm, s_fb, fbm, m_med - 1, n - 1)
+        lF, leF = _by_form(f_norm, f_fb, fbm, 0, min(m_med, n - 1))
         lS_t = _log_sub(lS, math.log(2.0) + leS)              # optimistic: S down
         lF_t = np.logaddexp(lF, math.log(2.0) + leF)          # optimistic: F up
     S = np.full(n + 1, -np.inf)
     F = np.full(n + 1, 0.0)
-    S[1:n] = lS_t
-    F[1:n] = np.minimum(lF_t, 0.0)
+    S[m_med:n] = lS_t
+    F[1:min(m_med, n - 1) + 1] = np.minimum(lF_t, 0.0)
     # bottom bucket: kept at ℓ_0, or its own part dropped (to −∞)
     if fb[0]:
         F[0] = float(la[0] + math.log1p(-min(g[1] if n > 1 else 0.0, 1.0))
@@ -340,9 +378,6 @@ def _bucket_level0(ell, tb: Tails):
     else:
         F[0], S[0] = -np.inf, 0.0
     S[n], F[n] = -np.inf, 0.0
-    med_candidates = np.nonzero(tb.lPup <= _LOG_HALF)[0]
-    m_med = int(med_candidates[0]) + 1 if med_candidates.size else n
-    m_med = max(m_med, 1)
     # monotone in the safe direction: S non-increasing (lower), F non-decreasing (raise)
     S[m_med:] = np.minimum.accumulate(S[m_med:])
     F[:m_med] = np.maximum.accumulate(F[:m_med])

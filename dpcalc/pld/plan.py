@@ -255,7 +255,9 @@ def _tilted_quantiles(pair: DominatingPair, direction: str, lams, deep: float = 
     upper = [-math.inf] * len(levels)
     lo_deep = math.inf
     median = 0.0
-    for lam in [0.0] + sorted(lams):
+    # (each tilt once: a group of one step count has lams (λ, λ), and a second pass over
+    # the same nodes leaves every min and max as it was)
+    for lam in [0.0] + sorted(set(lams)):
         loss, _, lw = _sorted_nodes(pair, direction, lam, 20.0, 2000, log_eta_top)
         cdf = np.cumsum(np.exp(lw - lw.max()))
         cdf /= cdf[-1]
