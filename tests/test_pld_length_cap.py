@@ -63,3 +63,32 @@ def test_an_uncapped_grid_is_not_raised(caps):
     pld.epsilon_bounds(1e-3, 0.8, 3000, math.log(1e-8))
     pld.log_delta_bounds(1e-3, 0.8, 3000, 2.0)
     assert caps and _N0_LEN_FAR not in caps
+
+
+def test_delta_agrees_with_the_epsilon_question_at_a_smaller_rate():
+    """q 1e-6, σ 0.6, 10⁷ steps: ε(1e-5) ≤ 0.035936; δ at ε 0.036 must then be at most about
+    1e-5.  The δ side's raised pass had re-sized its budgets from a loose lower end (1.9e-52)
+    and moved the tilt: 9.8e-5, the raise wasted (review, helper-20)."""
+    eps = pld.epsilon_bounds(1e-6, 0.6, 10**7, LOG_DELTA)[1]
+    assert eps <= 0.036
+    lo, up = pld.log_delta_bounds(1e-6, 0.6, 10**7, 0.036)
+    assert math.exp(up) <= 1e-5 * 1.001 and lo <= up
+
+
+def test_a_failing_raised_pass_leaves_the_earlier_bracket_in_both_modes(monkeypatch):
+    """A raised pass that cannot be composed (its grid out of range, say) leaves the bracket
+    of the passes before it, and a solver's evaluation reads the same upper end."""
+    import dpcalc.pld.eps_search as search
+    from dpcalc.pld._core import PLDUncertifiable
+
+    real = search._compose_points
+
+    def failing(pair, steps, rho, plans, *args, directions=None, **kwargs):
+        if any(plans[d].len_max == _N0_LEN_FAR for d in directions or ()):
+            raise PLDUncertifiable("injected")
+        return real(pair, steps, rho, plans, *args, directions=directions, **kwargs)
+
+    monkeypatch.setattr(search, "_compose_points", failing)
+    lower, upper = pld.epsilon_bounds(*CASE, LOG_DELTA)
+    assert upper == pytest.approx(0.13203, rel=1e-4)     # the capped pass's bound
+    assert pld.epsilon_bounds(*CASE, LOG_DELTA, for_solve=True)[1] == upper

@@ -217,7 +217,7 @@ WIDE_BRACKET = 10.0
 
 def wide_bracket_note(bounds, tolerance: float, unknown: str) -> str | None:
     """A note for a certified bracket much wider than the tolerance asked (relative to its
-    upper end, more than WIDE_BRACKET times): the PLD's finest grid could not narrow it, so
+    upper end, more than WIDE_BRACKET times): the PLD's refinement could not narrow it, so
     the value (the upper end) may lie above the truth by up to that width, though never
     below it.  None otherwise."""
     if bounds is None:
@@ -228,6 +228,6 @@ def wide_bracket_note(bounds, tolerance: float, unknown: str) -> str | None:
         return None
     width = float((upper - lower) / upper)
     return (f"the certified bracket on {unknown} is {100 * width:.2g}% wide, more than the "
-            f"tolerance {tolerance:g}: the PLD's finest grid could not narrow it here; the "
-            "true value lies in it, and the value (its upper end) may lie above it by up to "
-            "that width")
+            f"tolerance {tolerance:g}: the PLD's refinement could not narrow it here (its "
+            "finest grid, or its error terms); the true value lies in it, so the value (its "
+            "upper end) may exceed the truth by up to that width")

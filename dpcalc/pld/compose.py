@@ -485,14 +485,15 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     cuts: list[tuple[float, float, float]] = []   # (guess, +∞ term, rest) of such passes
     redo_cut = False
 
-    capped = [False]     # a pessimistic side's one-step h was set by the length cap
+    capped: set = set()  # directions whose pessimistic one-step h the length cap set
 
     def evaluate(i, finals):
         up = lo = -math.inf
-        for (_, pess), fin in finals.items():
+        for (d, pess), fin in finals.items():
             v = fin.log_delta(epsilon)
             if pess:
-                capped[0] = capped[0] or fin.capped
+                if fin.capped:
+                    capped.add(d)
                 up = max(up, v)
                 parts[:] = map(max, parts, fin.log_delta_parts(epsilon))
             else:
@@ -508,13 +509,13 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
     if scout:
         rho = _SCOUT_RHO
     later = False        # a pass after the first: it refines or resizes a missed bracket
-    raised = False       # the one-step lattice's length cap raised (as eps_search._raise_len)
+    raised = ()          # directions whose one-step length cap is raised (_raise_len)
     while rho is not None:
         parts[:] = [-math.inf] * 3
-        capped[0] = False
         plans = _plans_delta(pair, steps, epsilon, tolerance, est, fixed)
-        if raised:
-            plans = {d: replace(p, len_max=_N0_LEN_FAR) for d, p in plans.items()}
+        plans = {d: replace(p, len_max=_N0_LEN_FAR) if d in raised else p
+                 for d, p in plans.items()}
+        capped.clear()
         if later:
             # the first pass missed the tolerance: the squarings' split gate takes its fitted
             # factor (pmf._noisy), as a refined ε pass does (q 1e-4, σ 0.8, 10^5 steps at
@@ -580,13 +581,15 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
             nxt = None     # δ beyond the double range: no finer grid (see the docstring)
         if nxt is not None and nxt < rho:
             scout = False
-        if (nxt is None and not raised and capped[0] and rho <= _RHO_MIN and err < grid
-                and best[1] >= _FAR_LOG_DELTA and not best[0] >= best[1] + math.log1p(
-                    -_RAISE_WIDTH * tolerance)):
+        raise_now = (nxt is None and not raised and capped and rho <= _RHO_MIN
+                     and err < grid and best[1] >= _FAR_LOG_DELTA
+                     and not best[0] >= best[1] + math.log1p(-_RAISE_WIDTH * tolerance))
+        if raise_now:
             # the finest grid, its spacing set by the one-step length cap, and the bracket
-            # wider than _RAISE_WIDTH tolerances: once more with the cap raised (as
-            # eps_search._raise_len)
-            nxt, raised = rho, True
-        if best[0] > -math.inf and not cut_high:
+            # wider than _RAISE_WIDTH tolerances: once more with the cap raised for those
+            # directions (as eps_search._raise_len), the budgets' guess kept (a guess from
+            # a loose lower end moved the tilt and undid the gain: review, helper-20)
+            nxt, raised = rho, tuple(capped)
+        elif best[0] > -math.inf and not cut_high:
             est = max(est, best[0]) if cuts else best[0]
         rho = nxt

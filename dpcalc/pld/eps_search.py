@@ -177,8 +177,13 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
         decision reads their lower ends: every decision is then the full bracket's."""
         for dd, (r, pl) in list(pending.items()):
             del pending[dd]
-            res = _compose_points(pair, steps_group, r, pl, log_eta, evaluate, sides=(False,),
-                                  directions=[dd], fixed=fixed)
+            try:
+                res = _compose_points(pair, steps_group, r, pl, log_eta, evaluate,
+                                      sides=(False,), directions=[dd], fixed=fixed)
+            except (PLDUncertifiable, ArithmeticError, ValueError):
+                if pl[dd].len_max != _N0_LEN_FAR:
+                    raise
+                continue     # (a raised pass's failing side: the earlier lower ends stand)
             for b, (lo, _) in zip(per_dir[dd], res, strict=True):
                 b[0] = max(b[0], lo)
 
@@ -205,6 +210,8 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
             # before the pass, as the full bracket composes both sides at once): None
             if may_skip and dominated(before, other):
                 return None
+            if plans[d].len_max == _N0_LEN_FAR:
+                return None   # a raised pass that fails: the earlier passes' bracket stands
             raise
 
     for d in dirs:
@@ -233,9 +240,11 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
             # a refinement's optimistic sides, skipped when they cannot raise a lower end
             gate = _OptGate(steps_group, before, plans[d].lam) if k > 0 else None
 
-            # the pessimistic sides first (a solver's evaluation, or a direction that the
-            # other may dominate); the optimistic ones only when a decision needs them
-            pess_first = for_solve or other is not None
+            # the pessimistic sides first (a solver's evaluation, a direction that the other
+            # may dominate, or a raised pass: a failing optimistic side then leaves its
+            # upper ends, as a solver's evaluation has them); the optimistic ones only when
+            # a decision needs them
+            pess_first = for_solve or other is not None or plans[d].len_max == _N0_LEN_FAR
             res = compose_pass(d, rho, plans, (True,) if pess_first else (True, False),
                                may_skip, before, other, gate)
             if res is None:
