@@ -103,6 +103,8 @@ _FAR_LOG_DELTA = -700.0       # upper bounds below this (δ < 1e-304): no refine
 # a bracket wider than this many tolerances at the finest grid, its one-step lattice
 # coarsened by the length cap, is refined once more with a longer one (eps_search._raise_len)
 _RAISE_WIDTH = 10.0
+_RAISE_ROOM = 4.0           # and its ℓ1 error term at least e^4 below δ (the longer vectors'
+#                             round-off bound is larger)
 _NWIN_FAR = 1 << 17           # and (Chernoff guess below it) shorter vectors: coarser grids
 
 
@@ -582,7 +584,8 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
         if nxt is not None and nxt < rho:
             scout = False
         raise_now = (nxt is None and not raised and capped and rho <= _RHO_MIN
-                     and err < grid and best[1] >= _FAR_LOG_DELTA
+                     and err < grid and err <= best[1] - _RAISE_ROOM
+                     and best[1] >= _FAR_LOG_DELTA
                      and not best[0] >= best[1] + math.log1p(-_RAISE_WIDTH * tolerance))
         if raise_now:
             # the finest grid, its spacing set by the one-step length cap, and the bracket

@@ -22,6 +22,7 @@ from dpcalc.pld._core import (
     _log_sub,
 )
 from dpcalc.pld.compose import (
+    _RAISE_ROOM,
     _RAISE_WIDTH,
     _STALL,
     _bulk_h,
@@ -150,6 +151,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
                                 log_eta, dirs, stop_above, caps)
 
     stuck = [False] * n      # the upper end is mostly the ℓ1 error term (see _STALL)
+    room = [math.inf] * n    # log δ less the log of that term at the upper end
     capped = [False]         # a pessimistic side of this pass had its one-step h capped
 
     def evaluate(i, finals):
@@ -161,6 +163,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
                 if e >= up and 0.0 < e < math.inf:
                     grid, err, _ = fin.log_delta_parts(e)
                     stuck[i] = err >= grid
+                    room[i] = log_delta - err
                 up = max(up, e)
             else:
                 lo = max(lo, e)
@@ -275,7 +278,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
                         break
                     for b, (lo, _) in zip(best, res, strict=True):
                         b[0] = max(b[0], lo)
-            if _raise_len(plans[d], rho, k, capped[0], stuck, before, best, tolerance):
+            if _raise_len(plans[d], rho, k, capped[0], stuck, before, best, tolerance, room):
                 # the finest grid, coarsened by the one-step lattice's length cap: once more
                 # with the cap raised (read off the pessimistic sides alone, so that a
                 # solver's evaluation decides it as the full bracket does)
@@ -309,7 +312,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
 
 
 def _raise_len(plan, rho: float, k: int, capped: bool, stuck, before, best,
-               tolerance: float) -> bool:
+               tolerance: float, room=()) -> bool:
     """Whether a pass at the finest resolution ρ_min is followed by one whose one-step
     lattice may be _N0_LEN_FAR long: its pessimistic sides' spacing was coarsened by the
     shorter cap, some upper end is not mostly the ℓ1 error term (a finer grid lowers only
@@ -323,9 +326,13 @@ def _raise_len(plan, rho: float, k: int, capped: bool, stuck, before, best,
     above dp_accounting's connect-the-dots bound at spacing 5e-6 (0.13203 against
     0.130241); with the raised cap it is 0.130240, at 2.4 s instead of 0.8 s.  Narrower
     brackets gain less than their cost: random case 51 of benchmarks/bench_dpsgd_random.py
-    (0.6 % wide) moved by 0.15 % at twice the time, case 80 (0.18 %) by 0.04 %."""
+    (0.6 % wide) moved by 0.15 % at twice the time, case 80 (0.18 %) by 0.04 %.  Nor where
+    the ℓ1 error term is within _RAISE_ROOM of δ at some upper end (``room``: log δ less its
+    log): the longer vectors' round-off bound is larger (q 1e-5, σ 0.7, 10⁶ steps, δ 1e-10:
+    the term rose from e^-24.9 to e^-23.9 beside δ = e^-23.0, and the raised pass gave 0.278
+    against 0.261, at 4.6 s instead of 1.7 s and 688 MB)."""
     if not (rho <= _RHO_MIN and capped and plan.len_max < _N0_LEN_FAR and k < 5
-            and not all(stuck)):
+            and not all(stuck) and all(r >= _RAISE_ROOM for r in room)):
         return False
     return any(up > 0 and up - b[0] > _RAISE_WIDTH * tolerance * up
                for b, (_, up) in zip(before, best, strict=True))
