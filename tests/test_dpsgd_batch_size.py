@@ -77,6 +77,14 @@ def test_no_batch_size_meets_the_target():
                      compare=False)
 
 
+def test_a_batch_of_one_beyond_the_step_limit_says_so():
+    """N 1e9, 100 epochs: B = 1 needs 1e11 steps, more than dpcalc accounts for; the answer
+    said "even batch size = 1 does not meet the target"."""
+    with pytest.raises(dpcalc.InfeasibleError, match="more than 1e\\+10 steps"):
+        dpcalc.dpsgd(dataset_size=10**9, sigma=0.5, epochs=100, epsilon=0.001, delta=1e-9,
+                     compare=False)
+
+
 def test_the_whole_dataset_when_it_fits():
     r = dpcalc.dpsgd(dataset_size=100, sigma=50, steps=10, epsilon=1, delta=1e-5,
                      compare=False)

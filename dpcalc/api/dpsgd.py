@@ -325,6 +325,8 @@ def _solve_batch(acc: Accountant, values: dict, size: int) -> int:
     try:
         rate, _ = _solve(acc, "q", values)
     except InfeasibleError:
+        if "steps" not in values and Fraction(values["epochs"]) * size > MAX_STEPS:
+            raise    # (its reason, the rate floor, is B = 1's too: not "does not meet")
         rate = 0.0   # (no rate passes: the search below says so for B = 1)
     # (a guess at N itself would start the search from B = 1; N - 1 probes N next)
     guess = min(max(1, math.floor(Fraction(rate) * size)), max(1, size - 1))

@@ -312,7 +312,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
 
 
 def _raise_len(plan, rho: float, k: int, capped: bool, stuck, before, best,
-               tolerance: float, room=()) -> bool:
+               tolerance: float, room) -> bool:
     """Whether a pass at the finest resolution ρ_min is followed by one whose one-step
     lattice may be _N0_LEN_FAR long: its pessimistic sides' spacing was coarsened by the
     shorter cap, some upper end is not mostly the ℓ1 error term (a finer grid lowers only
