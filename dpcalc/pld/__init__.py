@@ -4,9 +4,9 @@ It knows nothing of any mechanism: a mechanism enters through the DominatingPair
 (dpcalc.pld.pair); the pairs live in dpcalc.mechanisms.  A plan is a list of (pair, count)
 items; dpcalc.pld.accountant brackets its ε(δ) and δ(ε).  Modules, by concept:
 _core (constants, log space), discretise (one step on a grid), pmf (tilted vectors,
-convolution, round-off bounds, coarsening), split (two-grid compositions of long, light
-one-step tails), evaluate (δ(ε) and ε(δ) of a composed PLD), plan (tilt, grid, supports),
-compose (drivers), accountant (entry points, Profile).
+convolution, coarsening), roundoff (FFT lengths, their round-off bounds), split (two-grid
+compositions of long, light one-step tails), evaluate (δ(ε) and ε(δ) of a composed PLD),
+plan (tilt, grid, supports), compose (drivers), accountant (entry points, Profile).
 
 Method.
   * One step, pessimistic: connect-the-dots [DGKKM22] on a grid (each loss interval's P- and

@@ -184,10 +184,10 @@ def _log_c_lambda(lam: float) -> float:
     return -math.log1p(lam) - lam * math.log1p(1.0 / lam)
 
 
-def _norms(t: np.ndarray) -> tuple[float, float]:
-    """(‖t‖₁, ‖t‖∞): the sum and maximum where t ≥ 0 (the engine's vectors, clipped at 0:
-    the same doubles, without two copies of |t|), else of |t|."""
+def _norms(t: np.ndarray) -> tuple[float, float, bool]:
+    """(‖t‖₁, ‖t‖∞, t ≥ 0): the sum and maximum where t ≥ 0 (the engine's vectors, clipped
+    at 0: the same doubles, without two copies of |t|), else of |t|."""
     if float(t.min()) >= 0.0:
-        return float(t.sum()), float(t.max())
+        return float(t.sum()), float(t.max()), True
     at = np.abs(t)
-    return float(at.sum()), float(at.max())
+    return float(at.sum()), float(at.max()), False

@@ -2,21 +2,21 @@
 
 A _Dist holds t_j ∝ p_j·e^{λℓ_j} on the grid ℓ_j = offset + j·h0·2^s, with ℓ1 and ℓ∞ bounds on
 its distance to the same construction in exact arithmetic.  FFT convolution [KJH20] with the
-a-priori round-off bound of [Hig02, Thm 24.2] and [GS66] (mixed radix); coarsening by
-connect-the-dots [DGKKM22] (pessimistic) or bucket merging (optimistic); _Engine composes by
-repeated squaring.
+a-priori round-off bound of [Hig02, Thm 24.2] and [GS66] (mixed radix; pld.roundoff);
+coarsening by connect-the-dots [DGKKM22] (pessimistic) or bucket merging (optimistic);
+_Engine composes by repeated squaring.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
-from dpcalc.pld._core import _BUDGET, _NWIN_MAX, PLDUncertifiable, _norms
+from dpcalc.pld._core import _BUDGET, _NWIN_MAX, _norms
+from dpcalc.pld.roundoff import _fft_gamma, _fft_len, _fft_roundoff_l2  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -37,74 +37,16 @@ class _Dist:
     noise: float = 0.0   # ℓ1 round-off bound of the operation that produced t
 
 
-def _normalise(d: _Dist) -> _Dist:
+def _normalise(d: _Dist, own: bool = False) -> _Dist:
+    """d scaled to a maximum of 1 (``own``: d.t is the caller's fresh array, divided in
+    place; the same quotients)."""
     m = float(d.t.max()) if d.t.size else 0.0
     if m <= 0.0 or not math.isfinite(m):
         return d
-    t = d.t / m
+    t = np.divide(d.t, m, out=d.t) if own else d.t / m
     extra = _U * float(t.sum())  # rounding of the division
     return _Dist(d.lo, d.s, t, d.logscale + math.log(m), d.e1 / m + extra, d.einf / m + _U,
                  d.noise / m)
-
-
-# FFT lengths 2^a·3^b·5^c with b + c ≤ 2 (pocketfft's radix-2/3/4/5 passes, no Bluestein): a
-# power of two pads an output of n points to up to 2n, these to at most 1.2n (convolutions of
-# 2^17–2^19 points run 1.4–2.8× faster on this machine); at most two radix-3/5 stages keep
-# the round-off bound within 1.2× the power of two's
-_STAGE = {2: 8.0, 3: 18.0, 5: 29.0}   # rounding-error constant (in u) of a radix-p stage
-
-
-def _smooth_lengths(top: int = 1 << 40) -> list[int]:
-    out = []
-    for m in (1, 3, 5, 9, 15, 25):
-        while m <= top:
-            out.append(m)
-            m *= 2
-    return sorted(out)
-
-
-_SMOOTH = _smooth_lengths()
-
-
-def _fft_len(nout: int) -> int:
-    """The smallest FFT length ≥ nout of the form 2^a·m, m ∈ {1, 3, 5, 9, 15, 25}."""
-    return _SMOOTH[bisect.bisect_left(_SMOOTH, nout)]
-
-
-def _fft_gamma(n: int) -> float:
-    """Relative ℓ2 round-off bound of one FFT of length n = 2^a·3^b·5^c: Σ over its radix-p
-    stages of a per-stage constant (each stage maps ℓ2 norms by a fixed factor, so their
-    relative errors add, as in the proof of [Hig02, Thm 24.2]).  Radix 2: 8u ≥ Higham's
-    η = μ + γ₄(√2 + μ) ≈ 6.7u with accurate twiddle factors (μ ≤ u).  Radix p = 3, 5: the
-    twiddle products, |fl(wx) − wx| ≤ (√2γ₂ + μ)|x| ≈ 3.9u|x| [Hig02, Lemma 3.5], then a
-    p-point DFT whose outputs are sums of p products with unit-modulus constants, each
-    within (√2γ_{p+2} + μ)Σ|x_k| [Hig02, §3.6]: in ℓ2, √p(√2γ_{p+2} + μ) relative to
-    ‖y‖₂ = √p‖x‖₂; together ≤ 18u (p = 3) and ≤ 29u (p = 5).  pocketfft's butterflies use
-    fewer operations than these plain sums; [GS66] gives the same order.  Measured against
-    exact integer convolution (spikes, flat tails, 3^k and 5^k lengths) the errors stay
-    below 4 % of the resulting bound (review)."""
-    g = 0.0
-    for p, c in _STAGE.items():
-        while n % p == 0:
-            n //= p
-            g += c
-    if n != 1:
-        raise PLDUncertifiable("an FFT length that is not 5-smooth has no round-off bound")
-    return max(g, 8.0) * _U
-
-
-def _fft_roundoff_l2(n: int, n1a: float, n2a: float, n1b: float, n2b: float) -> float:
-    """ℓ2 bound on the round-off of an FFT convolution of length n (5-smooth).
-
-    A computed FFT has ‖ŷ − y‖₂ ≤ (γ/(1 − γ))‖y‖₂, γ = _fft_gamma(n) ([Hig02, Thm 24.2] for
-    radix 2, [GS66] for mixed radix).  For irfft(rfft(a)·rfft(b)) this gives
-    ≲ (2γ + 4u)(‖a‖₁‖b‖₂ + ‖a‖₂‖b‖₁) (using |â_k| ≤ ‖a‖₁ and Parseval), plus 2u for the
-    scaling by 1/n when n is not a power of two (the rounded reciprocal, then the product);
-    a safety factor of 4 on top.
-    """
-    gamma = _fft_gamma(n)
-    scale = 0.0 if n & (n - 1) == 0 else 2.0 * _U
-    return 4.0 * (2.0 * gamma + 4.0 * _U + scale) * (n1a * n2b + n2a * n1b)
 
 
 def _heavy(t: np.ndarray, k: int = 16, total: float | None = None,
@@ -138,15 +80,19 @@ def _heavy(t: np.ndarray, k: int = 16, total: float | None = None,
     return idx if float(t[idx].sum()) >= 0.5 * total else None
 
 
-def _conv_fft(x: np.ndarray, y: np.ndarray, same: bool):
-    """x*y by FFT; returns (out, ℓ1 bound, ℓ∞ bound) on the round-off."""
+def _conv_fft(x: np.ndarray, y: np.ndarray, same: bool, n1x: float | None = None,
+              n1y: float | None = None, n2x: float | None = None):
+    """x*y by FFT; returns (out, ℓ1 bound, ℓ∞ bound) on the round-off.  ``n1x``, ``n1y``,
+    ``n2x``: float(x.sum()), float(y.sum()), ‖x‖₂ as computed below, where the caller has
+    them (the same doubles)."""
     nout = x.size + y.size - 1
     n = _fft_len(nout)
     fx = np.fft.rfft(x, n)
     fy = fx if same else np.fft.rfft(y, n)
     out = np.fft.irfft(fx * fy, n)[:nout]
-    n1x, n1y = float(x.sum()), float(y.sum())
-    n2x = math.sqrt(float((x * x).sum()))
+    n1x = float(x.sum()) if n1x is None else n1x
+    n1y = n1x if same else (float(y.sum()) if n1y is None else n1y)
+    n2x = math.sqrt(float((x * x).sum())) if n2x is None else n2x
     n2y = n2x if same else math.sqrt(float((y * y).sum()))
     r2 = _fft_roundoff_l2(n, n1x, n2x, n1y, n2y)
     return out, math.sqrt(nout) * r2, r2
@@ -232,7 +178,8 @@ def _square_split(x: np.ndarray):
     return out, math.sqrt(nout) * r2 + r1c + add, r2 + rinfc + add
 
 
-def _noisy(a: _Dist, nout: int, budget: float) -> bool:
+def _noisy(a: _Dist, nout: int, budget: float, n1: float | None = None,
+           n2: float | None = None) -> bool:
     """Whether the plain FFT bound of a*a, times _BUDGET, exceeds ``budget`` (absolute
     tilted mass): the engine passes its truncation threshold τ for this power (τ divided by
     the copies of the power in the composition; n_tr such thresholds make _BUDGET of
@@ -240,10 +187,10 @@ def _noisy(a: _Dist, nout: int, budget: float) -> bool:
     the round-off of the products it leaves plain cost about tol·δ in all; τ's first guess of
     Γ/δ is conservative by e^5 to e^8 (δ ≈ 1e-5), hence the larger factor of a plan without
     lower ends (_SPLIT_NOISE_GUESSED).  Only a work-saving gate: either way the bounds are
-    certified."""
+    certified.  ``n1``, ``n2``: a.t's sum and ℓ2 norm where the caller has them."""
     n = _fft_len(nout)
-    n1 = float(a.t.sum())
-    n2 = math.sqrt(float((a.t * a.t).sum()))
+    n1 = float(a.t.sum()) if n1 is None else n1
+    n2 = math.sqrt(float((a.t * a.t).sum())) if n2 is None else n2
     r1 = _fft_roundoff_l2(n, n1, n2, n1, n2) * math.sqrt(nout)
     return r1 * math.exp(min(2.0 * a.logscale, 700.0)) * _BUDGET > budget
 
@@ -268,8 +215,12 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
     assert a.s == b.s
     la, lb = a.t.size, b.t.size
     nout = la + lb - 1
-    n1a, mxa = _norms(a.t)
-    n1b, mxb = (n1a, mxa) if b is a else _norms(b.t)
+    # a vector ≥ 0 has its sum as its ℓ1 norm: passed on (sa, sb), not summed again (the
+    # sums and squares of _conv_fft and _noisy were a fifth of _conv's own time, review)
+    n1a, mxa, pos_a = _norms(a.t)
+    n1b, mxb, pos_b = (n1a, mxa, pos_a) if b is a else _norms(b.t)
+    sa = n1a if pos_a else None
+    sb = n1b if pos_b else None
     same = b is a
     if min(la, lb) <= direct_max:
         out = np.convolve(a.t, b.t)
@@ -280,12 +231,15 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
     else:
         ha = _heavy(a.t, total=n1a, top=mxa) if nout > heavy_min else None
         hb = (ha if same else _heavy(b.t, total=n1b, top=mxb)) if ha is not None else None
-        split = same and nout > _SPLIT_MIN and _noisy(a, nout, budget)
+        n2a = None
+        if same and nout > _SPLIT_MIN:
+            n2a = math.sqrt(float((a.t * a.t).sum()))
+        split = same and nout > _SPLIT_MIN and _noisy(a, nout, budget, sa, n2a)
         sp = _square_split(a.t) if (ha is None and split) else None
         if sp is not None:
             out, r1, rinf = sp
         elif ha is None:
-            out, r1, rinf = _conv_fft(a.t, b.t, same)
+            out, r1, rinf = _conv_fft(a.t, b.t, same, sa, sb, n2a)
         else:
             # a*b = a_H*b + b_H*a_L + a_L*b_L   (H: heavy entries, L: the rest)
             aL = a.t.copy()
@@ -299,10 +253,14 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
                 hb_idx = hb
             sp = _square_split(aL) if split and hb is not None else None
             out, r1, rinf = sp if sp is not None else _conv_fft(aL, bL, same and hb is not None)
+            # the shifted copies through one buffer each (a fresh product per copy was
+            # most of _conv's own time on long vectors)
+            tmp = np.empty(lb)
             for j in ha:
-                out[j:j + lb] += a.t[j] * b.t
+                out[j:j + lb] += np.multiply(a.t[j], b.t, out=tmp)
+            tmp = np.empty(la) if hb_idx.size else tmp
             for i in hb_idx:
-                out[i:i + la] += b.t[i] * aL
+                out[i:i + la] += np.multiply(b.t[i], aL, out=tmp)
             m = ha.size + hb_idx.size + 2
             g = 2 * m * _U / (1 - m * _U)
             r1 += g * (n1a * n1b + r1)
@@ -311,10 +269,11 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
     e1 = a.e1 * n1b + n1a * b.e1 + a.e1 * b.e1 + r1
     einf = (min(a.einf * n1b, a.e1 * mxb) + min(n1a * b.einf, mxa * b.e1)
             + min(a.einf * b.e1, a.e1 * b.einf) + rinf)
-    out = np.maximum(out, 0.0)  # exact values are ≥ 0: clipping moves towards them
+    # exact values are ≥ 0: clipping moves towards them (in place: out is this call's own)
+    out = np.maximum(out, 0.0, out=out)
     d = _Dist(a.lo + b.lo, a.s, out, a.logscale + b.logscale, e1 * (1 + 8 * _U),
               einf * (1 + 8 * _U), r1)
-    return _normalise(d)
+    return _normalise(d, own=True)
 
 
 def _tail_cut(t: np.ndarray, tau_s: float) -> tuple[int, float]:

@@ -90,7 +90,7 @@ def _add(x: _Dist, y: _Dist) -> _Dist:
     # alone under-counted them by up to |r|u)
     e1 = (fx * x.e1 * (1 + gx) + fy * y.e1 * (1 + gy) + n1) * (1 + 8 * _U)
     einf = (fx * x.einf * (1 + gx) + fy * y.einf * (1 + gy) + mx) * (1 + 8 * _U)
-    return _normalise(_Dist(lo, x.s, t, top, e1, einf, fx * x.noise + fy * y.noise))
+    return _normalise(_Dist(lo, x.s, t, top, e1, einf, fx * x.noise + fy * y.noise), own=True)
 
 
 def _quiet(d: _Dist) -> _Dist:
