@@ -279,17 +279,31 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
 def _tail_cut(t: np.ndarray, tau_s: float) -> tuple[int, float]:
     """(i, mass): the first i entries of t sum to at most tau_s (i largest), and their sum.
 
-    The running sums are formed on a growing prefix (numpy's cumsum is sequential, so a
-    prefix's sums are those of the whole vector), first 1024 (the cuts of DP-SGD questions
-    lie mostly 256-1024 entries in: a first 4096 was 7 % of a batch's time)."""
+    The running sums are formed on a prefix (numpy's cumsum is sequential, so a prefix's
+    sums are those of the whole vector) long enough to end above tau_s (t ≥ 0: the count
+    below it is then that of the whole vector), first 1024 (the cuts of DP-SGD questions
+    lie mostly 256-1024 entries in: a first 4096 was 7 % of a batch's time).  Past it,
+    sums of blocks of 256 (any order: within a relative n·u of the exact prefix sums, as
+    the sequential ones [Hig02, §4.2], hence the margin) place the prefix's end, where
+    growing it 4× at a time went up to 4× past the cut: 22 µs a cut for 30 on the large
+    vectors of 40 log-uniform batch lines (cumsum: ~4-8 ns an entry).  The array methods,
+    not np.cumsum/np.searchsorted: 8.5 µs a call for 10.7 on 4,062 uniform lines' cuts."""
     n = t.size
     m = min(n, 1024)
-    while True:
-        cs = np.cumsum(t[:m])
-        if m == n or cs[-1] > tau_s:
-            i = int(np.searchsorted(cs, tau_s, side="right"))
-            return i, (float(cs[i - 1]) if i else 0.0)
-        m = min(n, 4 * m)
+    cs = t[:m].cumsum()
+    if m < n and not cs[-1] > tau_s:
+        nb = n // 256
+        if nb > 4:
+            cb = t[:nb * 256].reshape(nb, 256).sum(axis=1).cumsum()
+            j = int(cb.searchsorted(tau_s * (1.0 + 4.0 * n * _U), side="right"))
+            m = min(n, (j + 1) * 256)
+        while True:            # (the estimate only places the prefix: checked exactly)
+            cs = t[:m].cumsum()
+            if m == n or cs[-1] > tau_s:
+                break
+            m = min(n, 4 * m)
+    i = int(cs.searchsorted(tau_s, side="right"))
+    return i, (float(cs[i - 1]) if i else 0.0)
 
 
 def _truncate(d: _Dist, tau: float, pess: bool) -> _Dist:
