@@ -215,8 +215,9 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
     assert a.s == b.s
     la, lb = a.t.size, b.t.size
     nout = la + lb - 1
-    # a vector ≥ 0 has its sum as its ℓ1 norm: passed on (sa, sb), not summed again (the
-    # sums and squares of _conv_fft and _noisy were a fifth of _conv's own time, review)
+    # a vector ≥ 0 has its sum as its ℓ1 norm: passed on (sa, sb), not summed again by
+    # _conv_fft and _noisy (with the in-place clip and division: 102 -> 97 µs a call on
+    # 40 uniform batch lines' 1,957 convolutions, FFTs included)
     n1a, mxa, pos_a = _norms(a.t)
     n1b, mxb, pos_b = (n1a, mxa, pos_a) if b is a else _norms(b.t)
     sa = n1a if pos_a else None
@@ -373,8 +374,8 @@ def _coarsen_opt(d: _Dist, h: float, lam: float) -> _Dist:
     ≥ e^{2ih} (they stay).  In tilted units a mass moved by Δ gets the factor e^{λΔ}.
     """
     # one zero-padded buffer, its strided views the shifted vectors (the concatenations and
-    # repeated products were a third of this function's time; the same values, with the
-    # same operations in the same order)
+    # repeated products were a quarter of this function's time: 200 -> 147 µs a call on
+    # 40 uniform batch lines; the same values, with the same operations in the same order)
     lo = d.lo
     first = int(lo % 2 == 0)   # first entry odd, so that buckets are complete
     lo -= first
