@@ -172,7 +172,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         h_s, off, j_lo, j_hi, jpos, ell, t_full, t_half, drop = _level0(
             pair, direction, h, lo, hi, plan.lam_range, max_stride=stride, deep=deep,
             log_eta_top=plan.log_eta_top, offset=off, fixed_h=h_fixed is not None,
-            len_max=plan.len_max, capped=capped)
+            len_max=plan.len_max, capped=capped, half=False in sides and False not in grids)
         if True in sides:
             grids[True] = (h_s, off, j_lo, j_hi, jpos, ell,
                            _ctd_level0(ell, t_full, direction == "remove", drop), drop)
