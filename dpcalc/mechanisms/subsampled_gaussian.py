@@ -200,7 +200,9 @@ class SubsampledGaussian:
     def tails_defined(self, ell, direction: str) -> bool:
         """Whether tails(ell, direction) answers (is not None), without the tails: the
         thresholds' conditioning alone (_tails returns None exactly where _x_of_loss flags
-        one; plan._level0 asks this where it needs no boundary tails)."""
+        one; plan._level0 asks this where it needs no boundary tails).  A pair that has this
+        method answers tails point by point (each threshold's values whatever the others:
+        plan._level0 asks for two sets of thresholds in one call)."""
         arg = np.asarray(ell, dtype=float)
         if direction == "add":
             arg = -arg

@@ -86,9 +86,11 @@ def _ctd_level0(ell, tl: Tails, remove: bool, drop_below: bool = False):
     s_lo = 0 if drop_below else m_med - 1           # S_m for m > s_lo
     f_hi = 0 if drop_below else min(m_med, n - 1)   # F_m for 0 < m ≤ f_hi
     with np.errstate(divide="ignore", invalid="ignore"):
-        # log absolute errors of P's tails, once for the interval masses and the sums
-        el_up = np.log(tl.ePup) + tl.lPup
-        el_lo = np.log(tl.ePlo) + tl.lPlo
+        # log absolute errors of P's tails, once for the interval masses and the sums (the
+        # log of a bound array the two tails share, as the subsampled Gaussian's, once)
+        le_up = np.log(tl.ePup)
+        el_up = le_up + tl.lPup
+        el_lo = (le_up if tl.ePlo is tl.ePup else np.log(tl.ePlo)) + tl.lPlo
         la, lea = _interval_mass(tl.lPup[:-1], tl.lPup[1:], tl.lPlo[:-1], tl.lPlo[1:],
                                  el_up[:-1], el_up[1:], el_lo[:-1], el_lo[1:], log_err=True)
         lb, leb = _interval_mass(tl.lQup[:-1], tl.lQup[1:], tl.lQlo[:-1], tl.lQlo[1:],
@@ -313,9 +315,11 @@ def _bucket_level0(ell, tb: Tails):
     boundaries β_m.  Returns (log masses, log relative error of the masses).
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        # log absolute errors of P's tails, once for the bucket masses and the sums
-        ePu = np.log(tb.ePup) + tb.lPup
-        ePl = np.log(tb.ePlo) + tb.lPlo
+        # log absolute errors of P's tails, once for the bucket masses and the sums (a
+        # shared bound array's log once)
+        le_up = np.log(tb.ePup)
+        ePu = le_up + tb.lPup
+        ePl = (le_up if tb.ePlo is tb.ePup else np.log(tb.ePlo)) + tb.lPlo
     d = _bucket_plan(ell, *_bucket_masses(tb, (ePu, ePl)))
     la, ra, n, f, g, fb, fprev, dn = (d[k] for k in ("la", "ra", "n", "f", "g", "fb",
                                                      "fprev", "dn"))

@@ -9,6 +9,7 @@ tails carry < _TIER_LEVELS[k].  One-step PLDs: connect-the-dots [DGKKM22, Alg. 1
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from contextvars import ContextVar
@@ -26,7 +27,7 @@ from dpcalc.pld._core import (
     _log_c_lambda,
     _logsumexp,
 )
-from dpcalc.pld.pair import DominatingPair
+from dpcalc.pld.pair import DominatingPair, Tails
 from dpcalc.pld.pmf import _SPLIT_NOISE_GUESSED, _Engine
 
 
@@ -263,6 +264,7 @@ def _tilted_quantiles(pair: DominatingPair, direction: str, lams, deep: float = 
     upper = [-math.inf] * len(levels)
     lo_deep = math.inf
     median = 0.0
+    probes = np.array([deep, *levels, *(1 - v for v in levels)])
     # (each tilt once: a group of one step count has lams (λ, λ), and a second pass over
     # the same nodes leaves every min and max as it was)
     for lam in [0.0] + sorted(set(lams)):
@@ -273,10 +275,12 @@ def _tilted_quantiles(pair: DominatingPair, direction: str, lams, deep: float = 
         if lam == 0.0:
             median = float(loss[min(np.searchsorted(cdf, 0.5), n - 1)])
             continue
-        lo_deep = min(lo_deep, float(loss[min(np.searchsorted(cdf, deep), n - 1)]))
-        for k, v in enumerate(levels):
-            lower[k] = min(lower[k], float(loss[min(np.searchsorted(cdf, v), n - 1)]))
-            upper[k] = max(upper[k], float(loss[min(np.searchsorted(cdf, 1 - v), n - 1)]))
+        # every quantile in one searchsorted (the same indices as one call each)
+        at = loss[np.minimum(np.searchsorted(cdf, probes), n - 1)].tolist()
+        lo_deep = min(lo_deep, at[0])
+        for k in range(len(levels)):
+            lower[k] = min(lower[k], at[1 + k])
+            upper[k] = max(upper[k], at[1 + len(levels) + k])
     if not math.isfinite(lo_deep):      # λ = 0 only
         lo_deep = -math.inf
         lower = [median] * len(levels) if not math.isfinite(lower[0]) else lower
@@ -360,20 +364,27 @@ def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float
             h *= 2.0 if fixed_h else 1.1 * math.sqrt(jpos.size / _N0_MAX)
             continue
         ell = offset + jpos.astype(float) * h
-        t_full = pair.tails(ell, direction) if full else None
         mids = 0.5 * (ell[:-1] + ell[1:])
-        if half:
-            t_half = pair.tails(mids, direction)
+        defined = getattr(pair, "tails_defined", None)
+        if full and half and defined is not None:
+            # both sets of thresholds in one call, split after (a pair with tails_defined
+            # answers point by point: the same doubles, ~80 µs of per-call work saved)
+            t_full, t_half = _tails_parts(pair.tails(np.concatenate((ell, mids)), direction),
+                                          ell.size)
             has_half = t_half is not None
         else:
-            # a pessimistic side alone reads no boundary tails, but the nudges below must be
-            # the same: whether the pair answers there, asked of its cheap test where it has
-            # one (the subsampled Gaussian: 1 of its ~6.5 tails calls per batch line, the
-            # add direction's boundaries, was computed for nothing)
-            t_half = None
-            defined = getattr(pair, "tails_defined", None)
-            has_half = (defined(mids, direction) if defined is not None
-                        else pair.tails(mids, direction) is not None)
+            t_full = pair.tails(ell, direction) if full else None
+            if half:
+                t_half = pair.tails(mids, direction)
+                has_half = t_half is not None
+            else:
+                # a pessimistic side alone reads no boundary tails, but the nudges below
+                # must be the same: whether the pair answers there, asked of its cheap test
+                # where it has one (the subsampled Gaussian: 1 of its ~6.5 tails calls per
+                # batch line, the add direction's boundaries, was computed for nothing)
+                t_half = None
+                has_half = (defined(mids, direction) if defined is not None
+                            else pair.tails(mids, direction) is not None)
         if (t_full is not None or not full) and has_half:
             drop_ok = drop and full
             return h, offset, j_lo, j_hi, jpos, ell, t_full, t_half, drop_ok
@@ -384,6 +395,17 @@ def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float
             h *= 1.0 + 2.0 ** -18
         offset += h * 2.0 ** -12 * nudges
     raise PLDUncertifiable("cannot place the one-step grid")
+
+
+def _tails_parts(both: Tails | None, n: int) -> tuple[Tails | None, Tails | None]:
+    """The tails of the first n thresholds and of the rest, from one call's (None, None if
+    it did not answer); an array two fields share stays shared (its readers test that)."""
+    if both is None:
+        return None, None
+    fields = [getattr(both, f.name) for f in dataclasses.fields(Tails)]
+    parts = {id(v): (v[:n], v[n:]) for v in fields}
+    return (Tails(*(parts[id(v)][0] for v in fields)),
+            Tails(*(parts[id(v)][1] for v in fields)))
 
 
 
