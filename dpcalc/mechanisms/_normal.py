@@ -31,14 +31,16 @@ def _log_erfc(y):
     out = np.empty_like(y)
     small = y < 26.0
     n_small = int(np.count_nonzero(small))
+    # (libm erfc point by point, the floats read through a memoryview: a list of them first
+    # (tolist) cost ~15 % more)
     if n_small == y.size:           # (no selection's copies where every point is small)
-        vals = np.fromiter(map(math.erfc, y.ravel().tolist()), float, y.size)
+        vals = np.fromiter(map(math.erfc, memoryview(y.ravel())), float, y.size)
         with np.errstate(divide="ignore"):
             np.log(vals.reshape(y.shape), out=out)
         return out
     if n_small:
         ys = y[small]
-        vals = np.fromiter(map(math.erfc, ys.tolist()), float, ys.size)
+        vals = np.fromiter(map(math.erfc, memoryview(ys)), float, ys.size)
         with np.errstate(divide="ignore"):
             out[small] = np.log(vals)
     big = ~small

@@ -253,39 +253,47 @@ def _best_lambda_uncached(items, direction: str, log_delta: float | None,
     return lam, kk, lam > lam0
 
 
+def _tilted_cdf(pair: DominatingPair, direction: str, lam: float,
+                log_eta_top: float | None):
+    """(loss, normalised CDF) of the λ-tilted one-step law on the quantiles' nodes."""
+    loss, _, lw = _sorted_nodes(pair, direction, lam, 20.0, 2000, log_eta_top)
+    cdf = np.cumsum(np.exp(lw - lw.max()))
+    cdf /= cdf[-1]
+    return loss, cdf
+
+
 def _tilted_quantiles(pair: DominatingPair, direction: str, lams, deep: float = 1e-30,
                       log_eta_top: float | None = None):
     """Loss values beyond which the tilted one-step law carries _TIER_LEVELS[k] of its mass
     (k = 0..3), then _EXTENT_LEVEL (the grid's least extent), below and above, for the most
-    extreme of several tilts; the lower `deep` quantile of the smallest tilt; the untilted
-    median."""
+    extreme of several tilts; the lower `deep` quantile of the smallest tilt.  Where no
+    tilt gives them (λ = 0 only), the untilted median stands for the missing ones (its
+    nodes are asked for then only: it was returned as well, which _level0 never read, at
+    ~50 µs of each one-step grid)."""
     levels = [*_TIER_LEVELS, _EXTENT_LEVEL]
     lower = [math.inf] * len(levels)
     upper = [-math.inf] * len(levels)
     lo_deep = math.inf
-    median = 0.0
     probes = np.array([deep, *levels, *(1 - v for v in levels)])
     # (each tilt once: a group of one step count has lams (λ, λ), and a second pass over
     # the same nodes leaves every min and max as it was)
-    for lam in [0.0] + sorted(set(lams)):
-        loss, _, lw = _sorted_nodes(pair, direction, lam, 20.0, 2000, log_eta_top)
-        cdf = np.cumsum(np.exp(lw - lw.max()))
-        cdf /= cdf[-1]
-        n = cdf.size
+    for lam in sorted(set(lams)):
         if lam == 0.0:
-            median = float(loss[min(np.searchsorted(cdf, 0.5), n - 1)])
             continue
+        loss, cdf = _tilted_cdf(pair, direction, lam, log_eta_top)
         # every quantile in one searchsorted (the same indices as one call each)
-        at = loss[np.minimum(np.searchsorted(cdf, probes), n - 1)].tolist()
+        at = loss[np.minimum(np.searchsorted(cdf, probes), cdf.size - 1)].tolist()
         lo_deep = min(lo_deep, at[0])
         for k in range(len(levels)):
             lower[k] = min(lower[k], at[1 + k])
             upper[k] = max(upper[k], at[1 + len(levels) + k])
     if not math.isfinite(lo_deep):      # λ = 0 only
+        loss, cdf = _tilted_cdf(pair, direction, 0.0, log_eta_top)
+        median = float(loss[min(np.searchsorted(cdf, 0.5), cdf.size - 1)])
         lo_deep = -math.inf
         lower = [median] * len(levels) if not math.isfinite(lower[0]) else lower
         upper = [median] * len(levels) if not math.isfinite(upper[0]) else upper
-    return lower, upper, lo_deep, median
+    return lower, upper, lo_deep
 
 
 def _tier_positions(j_lo: int, j_hi: int, h: float, lower, upper,
@@ -339,7 +347,7 @@ def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float
     True appended when that cap set a coarser h than asked.  Without ``half`` (a caller that
     builds no buckets) the tails at the bucket boundaries are only checked to exist
     (t_half None): the grid is placed and nudged as with them."""
-    lower, upper, lo_deep, median = _tilted_quantiles(pair, direction, lams, deep, log_eta_top)
+    lower, upper, lo_deep = _tilted_quantiles(pair, direction, lams, deep, log_eta_top)
     # the grid holds the tilted bulk (where δ comes from) as well as the untilted tails
     drop = lo_deep > lo
     lo = min(lo_deep if drop else lo, lower[-1])
