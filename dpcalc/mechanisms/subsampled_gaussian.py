@@ -85,8 +85,15 @@ def _tails(ell, q: float, sigma: float, direction: str) -> Tails | None:
         z1 = (x - 1.0) / sigma
         dz0 = dx / sigma + 2.0 * _U * np.abs(z0)
         dz1 = (dx + _U * np.abs(x)) / sigma + 2.0 * _U * np.abs(z1)
-    c0, p0, e0 = _gauss_tails(z0, np.where(np.isfinite(dz0), dz0, 0.0))
-    c1, p1, e1 = _gauss_tails(z1, np.where(np.isfinite(dz1), dz1, 0.0))
+    # both components' tails in one call (elementwise: the same doubles, one pass of the
+    # ~25 small numpy calls instead of two, ~15 µs of a 1248-point call's ~450)
+    n = z0.size
+    dz = np.concatenate((dz0.ravel(), dz1.ravel()))
+    lc, lp, le = _gauss_tails(np.concatenate((z0.ravel(), z1.ravel())),
+                              np.where(np.isfinite(dz), dz, 0.0))
+    shape = z0.shape
+    c0, p0, e0 = (v[:n].reshape(shape) for v in (lc, lp, le))
+    c1, p1, e1 = (v[n:].reshape(shape) for v in (lc, lp, le))
     em = np.maximum(e0, e1) + 4.0 * _U
     if q == 1.0:
         mix_c, mix_p, e_mix = c1, p1, e1
@@ -189,6 +196,17 @@ class SubsampledGaussian:
         return Tails(t.lPup, t.lPlo, t.lQup, t.lQlo, ep,
                      ep if t.ePlo is t.ePup else _relative(t.ePlo), eq,
                      eq if t.eQlo is t.eQup else _relative(t.eQlo))
+
+    def tails_defined(self, ell, direction: str) -> bool:
+        """Whether tails(ell, direction) answers (is not None), without the tails: the
+        thresholds' conditioning alone (_tails returns None exactly where _x_of_loss flags
+        one; plan._level0 asks this where it needs no boundary tails).  A pair that has this
+        method answers tails point by point (each threshold's values whatever the others:
+        plan._level0 asks for two sets of thresholds in one call)."""
+        arg = np.asarray(ell, dtype=float)
+        if direction == "add":
+            arg = -arg
+        return not _x_of_loss(arg, self.q, self.sigma)[2].any()
 
     def loss_bounds(self, direction: str) -> tuple[float, float]:
         if self.q >= 1.0:

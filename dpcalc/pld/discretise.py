@@ -26,7 +26,6 @@ from dpcalc.pld._core import (
     _logsumexp,
     _lse,
     _slog,
-    _split,
 )
 from dpcalc.pld.pair import DominatingPair, Tails
 
@@ -38,24 +37,26 @@ def _interval_mass(lup_l, lup_r, llo_l, llo_r, eup_l, eup_r, elo_l, elo_r, log_e
     log_err the e* are the log absolute errors log(e) + l of their tails already (callers
     that need those anyway).
     """
-    args = (lup_l, lup_r, llo_l, llo_r, eup_l, eup_r, elo_l, elo_r)
-    shape = np.broadcast(*args).shape
-    if any(np.shape(v) != shape for v in args):
-        args = tuple(np.broadcast_to(v, shape) for v in args)
-    lup_l, lup_r, llo_l, llo_r, eup_l, eup_r, elo_l, elo_r = args
-    m, err = np.empty(shape), np.empty(shape)
+    # each point's pair of tails only (both over every point were half the work), picked
+    # pointwise and taken in one pass: a pass per half, on copies of its selection, cost
+    # ~30 µs more per call (113 -> 81 µs at 700 points; ~10 calls per batch line)
+    up = np.asarray(lup_l) <= _LOG_HALF
+    l0, l1 = np.where(up, lup_l, llo_r), np.where(up, lup_r, llo_l)
+    e0, e1 = np.where(up, eup_l, elo_r), np.where(up, eup_r, elo_l)
     with np.errstate(divide="ignore"):
-        # each point's pair of tails only (both over every point were half the work)
-        for sel, (l0, l1, e0, e1) in zip(_split(np.asarray(lup_l) <= _LOG_HALF),
-                                         ((lup_l, lup_r, eup_l, eup_r),
-                                          (llo_r, llo_l, elo_r, elo_l)), strict=True):
-            if sel is None:
-                continue
-            l0, l1, e0, e1 = (np.asarray(v)[sel] for v in (l0, l1, e0, e1))
-            m[sel] = _log_sub(l0, l1)
-            err[sel] = (np.logaddexp(e0, e1) if log_err else
-                        np.logaddexp(np.log(e0) + l0, np.log(e1) + l1))
+        m = _log_sub(l0, l1)
+        err = (np.logaddexp(e0, e1) if log_err else
+               np.logaddexp(np.log(e0) + l0, np.log(e1) + l1))
     return m, np.logaddexp(err, _LOG_U4 + m)
+
+
+def _log_abs_errors(lup, llo, eup, elo):
+    """log e + l of a side's upper and lower tails, the log absolute errors that
+    _interval_mass(log_err=True) reads: each boundary's log once (its two intervals each
+    took it), and a bound array the two tails share (the subsampled Gaussian's) once."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        le = np.log(eup)
+        return le + lup, (le if elo is eup else np.log(elo)) + llo
 
 
 # --------------------------------------------------------------------------------------
@@ -86,13 +87,13 @@ def _ctd_level0(ell, tl: Tails, remove: bool, drop_below: bool = False):
     s_lo = 0 if drop_below else m_med - 1           # S_m for m > s_lo
     f_hi = 0 if drop_below else min(m_med, n - 1)   # F_m for 0 < m ≤ f_hi
     with np.errstate(divide="ignore", invalid="ignore"):
-        # log absolute errors of P's tails, once for the interval masses and the sums
-        el_up = np.log(tl.ePup) + tl.lPup
-        el_lo = np.log(tl.ePlo) + tl.lPlo
+        # log absolute errors of the tails, once for the interval masses and the sums
+        el_up, el_lo = _log_abs_errors(tl.lPup, tl.lPlo, tl.ePup, tl.ePlo)
+        eq_up, eq_lo = _log_abs_errors(tl.lQup, tl.lQlo, tl.eQup, tl.eQlo)
         la, lea = _interval_mass(tl.lPup[:-1], tl.lPup[1:], tl.lPlo[:-1], tl.lPlo[1:],
                                  el_up[:-1], el_up[1:], el_lo[:-1], el_lo[1:], log_err=True)
         lb, leb = _interval_mass(tl.lQup[:-1], tl.lQup[1:], tl.lQlo[:-1], tl.lQlo[1:],
-                                 tl.eQup[:-1], tl.eQup[1:], tl.eQlo[:-1], tl.eQlo[1:])
+                                 eq_up[:-1], eq_up[1:], eq_lo[:-1], eq_lo[1:], log_err=True)
         lb = lb + ell[:-1]
         leb = leb + ell[:-1]
         lG = _log_sub(la, lb)
@@ -174,9 +175,10 @@ def _bucket_masses(tb: Tails, el_p=None):
             la[1:-1], lea[1:-1] = _interval_mass(
                 tb.lPup[:-1], tb.lPup[1:], tb.lPlo[:-1], tb.lPlo[1:],
                 eu[:-1], eu[1:], el[:-1], el[1:], log_err=el_p is not None)
+            qu, ql = _log_abs_errors(tb.lQup, tb.lQlo, tb.eQup, tb.eQlo)
             lb[1:-1], leb[1:-1] = _interval_mass(
                 tb.lQup[:-1], tb.lQup[1:], tb.lQlo[:-1], tb.lQlo[1:],
-                tb.eQup[:-1], tb.eQup[1:], tb.eQlo[:-1], tb.eQlo[1:])
+                qu[:-1], qu[1:], ql[:-1], ql[1:], log_err=True)
     return la, lb, lea, leb
 
 
@@ -191,29 +193,33 @@ def _bucket_plan(ell, la, lb, lea, leb) -> dict:
         erab = np.expm1(ra + rb + 4 * _U)     # (once: each bucket enters three times)
 
         def excess(target, k):
-            """Excess of bucket k over e^{target} per unit of a_k, and its error bound."""
-            lr = np.where(nonempty[k], target + lb[k] - la[k], np.nan)
+            """Excess of bucket k over e^{target} per unit of a_k, and its error bound
+            (k: (nonempty, lb, la) at the buckets, and erab there)."""
+            lr = np.where(k[0], target + k[1] - k[2], np.nan)
             # X = 1 − e^{lr}; relative errors ra, rb of a, b move lr by ≤ ra + rb (+ rounding)
-            return -np.expm1(lr), np.exp(lr) * erab[k] + 4 * _U
+            return -np.expm1(lr), np.exp(lr) * k[3] + 4 * _U
 
         idx = np.arange(n)
-        X, eX = excess(ell, ...)
+        X, eX = excess(ell, (nonempty, lb, la, erab))
         up = np.minimum(idx + 1, n - 1)
         dn = np.maximum(idx - 1, 0)
-        Y, eY = excess(ell, up)          # bucket m+1 w.r.t. ℓ_m (> 0)
-        Z, eZ = excess(ell, dn)          # bucket m−1 w.r.t. ℓ_m (< 0)
-        has_up = (idx < n - 1) & nonempty[up]
-        has_dn = (idx > 0) & nonempty[dn]
+        # each neighbour's fields gathered once (excess and the fractions read them)
+        k_up = tuple(v[up] for v in (nonempty, lb, la, erab))
+        k_dn = tuple(v[dn] for v in (nonempty, lb, la, erab))
+        Y, eY = excess(ell, k_up)          # bucket m+1 w.r.t. ℓ_m (> 0)
+        Z, eZ = excess(ell, k_dn)          # bucket m−1 w.r.t. ℓ_m (< 0)
+        has_up = (idx < n - 1) & k_up[0]
+        has_dn = (idx > 0) & k_dn[0]
         need = eX - X
         # deficit: f = need·a_m / ((Y − eY)·a_{m+1})
-        logf = (np.log(np.maximum(need, 0.0)) + la - np.log(Y - eY) - la[up] + 16 * _U)
+        logf = (np.log(np.maximum(need, 0.0)) + la - np.log(Y - eY) - k_up[2] + 16 * _U)
         deficit = nonempty & ~(need <= 0)           # NaN-safe: unknown counts as deficit
         borrow = deficit & has_up & (Y - eY > 0) & (logf <= 0.0)
         fb = deficit & ~borrow
         f = np.where(borrow, np.exp(np.where(borrow, logf, -np.inf)), 0.0)
         # excess: g = θ·own_frac·(X − eX)·a_m / ((|Z| + eZ)·a_{m−1})
         surplus = nonempty & (need < 0) & has_dn
-        lgr = (np.log(np.where(surplus, -need, 1.0)) + la - np.log(np.abs(Z) + eZ) - la[dn]
+        lgr = (np.log(np.where(surplus, -need, 1.0)) + la - np.log(np.abs(Z) + eZ) - k_dn[2]
                + math.log(theta))
         g_hat = np.where(surplus, np.exp(np.where(surplus, lgr, -np.inf)), 0.0)
         fprev = np.concatenate(([0.0], f[:-1]))
@@ -277,12 +283,14 @@ def _edge_offset(pair: DominatingPair, direction: str, h: float,
         return math.fmod(float(offs[0]), h)
     shape = (n_off, n_at - 1)
     lP, lPl, lQ, lQl = (v.reshape(shape) for v in (tb.lPup, tb.lPlo, tb.lQup, tb.lQlo))
-    eP, ePl, eQ, eQl = (v.reshape(shape) for v in (tb.ePup, tb.ePlo, tb.eQup, tb.eQlo))
+    eP, ePl, eQ, eQl = (v.reshape(shape) for v in (      # (log absolute errors)
+        *_log_abs_errors(tb.lPup, tb.lPlo, tb.ePup, tb.ePlo),
+        *_log_abs_errors(tb.lQup, tb.lQlo, tb.eQup, tb.eQlo)))
     with np.errstate(all="ignore"):
         ma, mea = _interval_mass(lP[:, :-1], lP[:, 1:], lPl[:, :-1], lPl[:, 1:],
-                                 eP[:, :-1], eP[:, 1:], ePl[:, :-1], ePl[:, 1:])
+                                 eP[:, :-1], eP[:, 1:], ePl[:, :-1], ePl[:, 1:], log_err=True)
         mb, meb = _interval_mass(lQ[:, :-1], lQ[:, 1:], lQl[:, :-1], lQl[:, 1:],
-                                 eQ[:, :-1], eQ[:, 1:], eQl[:, :-1], eQl[:, 1:])
+                                 eQ[:, :-1], eQ[:, 1:], eQl[:, :-1], eQl[:, 1:], log_err=True)
     empty = np.full((n_off, 1), -np.inf)
     la, lea, lb, leb = (np.hstack((empty, v, empty)).ravel() for v in (ma, mea, mb, meb))
     flat = ell.ravel()
@@ -314,8 +322,7 @@ def _bucket_level0(ell, tb: Tails):
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         # log absolute errors of P's tails, once for the bucket masses and the sums
-        ePu = np.log(tb.ePup) + tb.lPup
-        ePl = np.log(tb.ePlo) + tb.lPlo
+        ePu, ePl = _log_abs_errors(tb.lPup, tb.lPlo, tb.ePup, tb.ePlo)
     d = _bucket_plan(ell, *_bucket_masses(tb, (ePu, ePl)))
     la, ra, n, f, g, fb, fprev, dn = (d[k] for k in ("la", "ra", "n", "f", "g", "fb",
                                                      "fprev", "dn"))

@@ -172,7 +172,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         h_s, off, j_lo, j_hi, jpos, ell, t_full, t_half, drop = _level0(
             pair, direction, h, lo, hi, plan.lam_range, max_stride=stride, deep=deep,
             log_eta_top=plan.log_eta_top, offset=off, fixed_h=h_fixed is not None,
-            len_max=plan.len_max, capped=capped)
+            len_max=plan.len_max, capped=capped, half=False in sides and False not in grids)
         if True in sides:
             grids[True] = (h_s, off, j_lo, j_hi, jpos, ell,
                            _ctd_level0(ell, t_full, direction == "remove", drop), drop)
@@ -207,7 +207,8 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         # an absolute error of at most 2^-1074 (IEEE 754 rounding in the subnormal range),
         # not a relative one: charged per such entry, in ℓ1 and ℓ∞
         tiny = int(np.count_nonzero(ta < _MIN_NORMAL))
-        e1 = float((ta * rel).sum()) + tiny * _SUBNORMAL_ERR
+        tr = ta * rel
+        e1 = float(tr.sum()) + tiny * _SUBNORMAL_ERR
         if pess and drop:
             # the dropped mass below ℓ_0 is paid for as tilted ℓ1 error
             lb = _log_tilted_below(pair, direction, float(ell[0]), lam, lo) - c
@@ -215,7 +216,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
                 # (e^lb as an ℓ1 error is no bound at all; min(lb, 700) was not one)
                 raise PLDUncertifiable("cannot bound the dropped lower tail")
             e1 += math.exp(lb)
-        base = _Dist(j_lo, 0, t, 0.0, e1, float((ta * rel).max()) + _SUBNORMAL_ERR)
+        base = _Dist(j_lo, 0, t, 0.0, e1, float(tr.max()) + _SUBNORMAL_ERR)
         base = _truncate(base, plan.tau / max(1, t_max), pess)
         nz = np.nonzero(base.t)[0]
         base = replace(base, lo=base.lo + int(nz[0]), t=base.t[nz[0]:nz[-1] + 1], noise=0.0)
