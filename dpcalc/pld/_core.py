@@ -56,20 +56,37 @@ class BelowInfinityMass(PLDUncertifiable):
 def _log1mexp(d):
     """log(1 − e^d) for d ≤ 0 (Maechler 2012); −inf at d = 0."""
     d = np.asarray(d, dtype=float)
-    near = d > -math.log(2.0)
     out = np.empty_like(d)
-    k = int(np.count_nonzero(near))
     with np.errstate(divide="ignore", invalid="ignore"):
-        # each branch on its own points only (both over every point were 5 % of a batch);
-        # where all points take one branch (most calls) without the selections' copies
-        if k == near.size:
-            np.log(-np.expm1(d), out=out)
-        elif k == 0:
-            np.log1p(-np.exp(d), out=out)
-        else:
-            far = ~near
-            out[near] = np.log(-np.expm1(d[near]))
-            out[far] = np.log1p(-np.exp(d[far]))
+        return _log1mexp_to(d, out)
+
+
+_LOG2 = math.log(2.0)
+
+
+def _log1mexp_to(d: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """_log1mexp(d) into out (which may be d itself), under the caller's errstate.
+
+    Where every point takes one branch (most calls), its three ufuncs run in place on out:
+    the same doubles as the expressions with temporaries (the same ufuncs, elementwise).
+    With _log_sub on b − a's own buffer (no np.where copy): callgrind, 30 uniform batch
+    lines, 5,165 -> 5,142 M instructions past start-up (−0.44 %)."""
+    near = d > -_LOG2
+    k = int(np.count_nonzero(near))
+    # each branch on its own points only (both over every point were 5 % of a batch)
+    if k == near.size:
+        np.expm1(d, out=out)
+        np.negative(out, out=out)
+        np.log(out, out=out)
+    elif k == 0:
+        np.exp(d, out=out)
+        np.negative(out, out=out)
+        np.log1p(out, out=out)
+    else:
+        far = ~near
+        dn, df = d[near], d[far]       # (copies: out may be d)
+        out[near] = np.log(-np.expm1(dn))
+        out[far] = np.log1p(-np.exp(df))
     return out
 
 
@@ -77,9 +94,20 @@ def _log_sub(a, b):
     """log(e^a − e^b), −inf where a ≤ b (callers handle the sign)."""
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
-    with np.errstate(invalid="ignore"):
-        out = a + _log1mexp(np.minimum(b - a, 0.0))
-    return np.where(a > b, out, -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.subtract(b, a)
+        if not isinstance(d, np.ndarray):      # 0-d inputs: a scalar, no buffer to reuse
+            out = a + _log1mexp_to(np.asarray(np.minimum(d, 0.0)), np.empty(()))
+            return np.where(a > b, out, -np.inf)
+        # on b − a's own buffer, in place (a + log1mexp(min(b − a, 0)), then −inf where
+        # a ≤ b, as with the temporaries and np.where: the same doubles)
+        at_most = np.greater(a, b)
+        np.logical_not(at_most, out=at_most)
+        np.minimum(d, 0.0, out=d)
+        _log1mexp_to(d, d)
+        np.add(a, d, out=d)
+        np.copyto(d, -np.inf, where=at_most)
+    return d
 
 
 def _lse(*arrays):
