@@ -4,6 +4,7 @@ their own buffers, and the norms a _Dist carries from where its vector was made
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -67,3 +68,37 @@ def test_log_sub_and_log1mexp_in_place_are_the_long_way():
     a1, b1 = a.copy(), b.copy()
     _core._log_sub(a, b)
     assert np.array_equal(a, a1) and np.array_equal(b, b1)
+
+
+def test_marked_norms_are_those_of_the_vector(monkeypatch):
+    """Every _conv operand's carried norms (nonneg, mx, n1) are _norms of its vector, the
+    same doubles, over both sides of a few DP-SGD brackets; and most operands carry some."""
+    from dpcalc.pld import pmf
+    from dpcalc.relations.pld import epsilon_bounds, log_delta_bounds
+
+    seen = {"marked": 0, "all": 0}
+    known = pmf._dist_norms
+
+    def checked(d):
+        got = known(d)
+        want = _core._norms(d.t)
+        assert got == want and [type(x) for x in got] == [type(x) for x in want]
+        seen["all"] += 1
+        seen["marked"] += bool(d.nonneg)
+        return got
+
+    monkeypatch.setattr(pmf, "_dist_norms", checked)
+    epsilon_bounds(0.01, 1.1, 1000, math.log(1e-5))
+    epsilon_bounds(2e-4, 0.8, 30_000, math.log(1e-9))
+    log_delta_bounds(0.3, 4.0, 77, 1.5)
+    assert seen["all"] > 50 and seen["marked"] > seen["all"] // 3
+
+
+def test_replace_does_not_carry_marks_to_another_vector():
+    from dpcalc.pld.pmf import _Dist, _normalise
+
+    d = _normalise(_Dist(0, 0, np.array([0.0, 2.0, 1.0]), 0.0, 0.0, 0.0), own=True,
+                   clipped=True)
+    assert d.nonneg and d.mx == 1.0 and d.n1 == 1.5
+    r = dataclasses.replace(d, t=np.array([-1.0, 3.0]))
+    assert not r.nonneg and r.mx is None and r.n1 is None

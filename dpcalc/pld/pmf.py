@@ -10,12 +10,13 @@ _Engine composes by repeated squaring.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.pld._core import _BUDGET, _NWIN_MAX, _norms
+from dpcalc.pld.heavy import _heavy
 from dpcalc.pld.roundoff import _fft_gamma, _fft_len, _fft_roundoff_l2  # noqa: F401 (re-exported)
 
 
@@ -35,49 +36,38 @@ class _Dist:
     e1: float
     einf: float
     noise: float = 0.0   # ℓ1 round-off bound of the operation that produced t
+    # what is known of t where it was made, for _conv's norms (see _dist_norms): nonneg,
+    # t ≥ 0 (no NaN); mx, float(t.max()); n1, float(t.sum()).  Not init fields:
+    # dataclasses.replace(d, t=…) resets them rather than copy them to another t.
+    nonneg: bool = field(default=False, init=False, repr=False, compare=False)
+    mx: float | None = field(default=None, init=False, repr=False, compare=False)
+    n1: float | None = field(default=None, init=False, repr=False, compare=False)
 
 
-def _normalise(d: _Dist, own: bool = False) -> _Dist:
+def _normalise(d: _Dist, own: bool = False, clipped: bool = False) -> _Dist:
     """d scaled to a maximum of 1 (``own``: d.t is the caller's fresh array, divided in
-    place; the same quotients)."""
+    place; the same quotients; ``clipped``: d.t ≥ 0, marked on the result)."""
     m = float(d.t.max()) if d.t.size else 0.0
     if m <= 0.0 or not math.isfinite(m):
         return d
     t = np.divide(d.t, m, out=d.t) if own else d.t / m
-    extra = _U * float(t.sum())  # rounding of the division
-    return _Dist(d.lo, d.s, t, d.logscale + math.log(m), d.e1 / m + extra, d.einf / m + _U,
-                 d.noise / m)
+    n1 = float(t.sum())
+    extra = _U * n1  # rounding of the division
+    out = _Dist(d.lo, d.s, t, d.logscale + math.log(m), d.e1 / m + extra, d.einf / m + _U,
+                d.noise / m)
+    if clipped:
+        # (no NaN: the maximum is finite) each t_j ≤ m divides to ≤ 1, and m/m = 1 exactly
+        out.nonneg, out.mx, out.n1 = True, 1.0, n1
+    return out
 
 
-def _heavy(t: np.ndarray, k: int = 16, total: float | None = None,
-           top: float | None = None):
-    """Indices of the k largest entries if they carry at least half of the mass (``total``
-    and ``top``: t's sum and maximum when the caller has them; t ≥ 0)."""
-    if t.size <= 8 * k:
-        return None
-    total = float(t.sum()) if total is None else total
-    top = float(t.max()) if top is None else top
-    if top * k < 0.5 * total:
-        return None        # k entries of at most the maximum cannot carry half: no selection
-    # the k largest lie among the entries ≥ thr once there are at least k of them (at most
-    # total/thr): partition those alone, not the whole vector, lowering thr until k are in
-    # (a spike on a vector of zeros: argpartition over 2.6e5 entries, 3/4 of them tied at
-    # 0, took 74 ms, a fifth of an evaluation at q = 1.8e-7)
-    thr = total / (16.0 * k)
-    cand = np.flatnonzero(t >= thr)
-    if cand.size < k:
-        nz = np.flatnonzero(t)
-        if nz.size < k:
-            # fewer than k nonzero entries: they and any k − nnz zeros (whose shifted copies
-            # add nothing) are the k largest; helper-35
-            zeros = np.flatnonzero(t == 0.0)[:k - nz.size]
-            idx = np.concatenate((nz, zeros))
-            return idx if float(t[idx].sum()) >= 0.5 * total else None
-        while cand.size < k:
-            thr *= 1e-4
-            cand = nz[t[nz] >= thr] if thr > 0.0 else nz
-    idx = cand[np.argpartition(t[cand], cand.size - k)[cand.size - k:]]
-    return idx if float(t[idx].sum()) >= 0.5 * total else None
+def _dist_norms(d: _Dist) -> tuple[float, float, bool]:
+    """_norms(d.t) without the reductions d knows (the same doubles): t.min() if marked ≥ 0,
+    the maximum and sum where its maker took them (see _normalise, _truncate, _coarsen_pess)."""
+    if d.nonneg:
+        return (float(d.t.sum()) if d.n1 is None else d.n1,
+                float(d.t.max()) if d.mx is None else d.mx, True)
+    return _norms(d.t)
 
 
 def _conv_fft(x: np.ndarray, y: np.ndarray, same: bool, n1x: float | None = None,
@@ -218,8 +208,8 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
     # a vector ≥ 0 has its sum as its ℓ1 norm: passed on (sa, sb), not summed again by
     # _conv_fft and _noisy (with the in-place clip and division: 102 -> 97 µs a call on
     # 40 uniform batch lines' 1,957 convolutions, FFTs included)
-    n1a, mxa, pos_a = _norms(a.t)
-    n1b, mxb, pos_b = (n1a, mxa, pos_a) if b is a else _norms(b.t)
+    n1a, mxa, pos_a = _dist_norms(a)
+    n1b, mxb, pos_b = (n1a, mxa, pos_a) if b is a else _dist_norms(b)
     sa = n1a if pos_a else None
     sb = n1b if pos_b else None
     same = b is a
@@ -274,7 +264,7 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
     out = np.maximum(out, 0.0, out=out)
     d = _Dist(a.lo + b.lo, a.s, out, a.logscale + b.logscale, e1 * (1 + 8 * _U),
               einf * (1 + 8 * _U), r1)
-    return _normalise(d, own=True)
+    return _normalise(d, own=True, clipped=True)
 
 
 def _tail_cut(t: np.ndarray, tau_s: float) -> tuple[int, float]:
@@ -332,7 +322,11 @@ def _truncate(d: _Dist, tau: float, pess: bool) -> _Dist:
     dropped *= 1.0 + t.size * _U * 2
     nt = t[i0:t.size - i1]
     e1 = d.e1 + dropped if pess else d.e1
-    return _Dist(d.lo + i0, d.s, nt, d.logscale, e1, d.einf)
+    out = _Dist(d.lo + i0, d.s, nt, d.logscale, e1, d.einf)
+    # a dropped t_j ≥ 0 is at most its cut's running sum ≤ tau_s: below d's maximum, kept
+    out.nonneg = d.nonneg
+    out.mx = d.mx if d.nonneg and d.mx is not None and tau_s < d.mx else None
+    return out
 
 
 def _coarsen_pess(d: _Dist, h: float, lam: float) -> _Dist:
@@ -355,9 +349,14 @@ def _coarsen_pess(d: _Dist, h: float, lam: float) -> _Dist:
     out[:odd.size] += part
     out[1:odd.size + 1] += np.multiply(odd, cu, out=part)
     g = max(1.0, cu + cd)
-    e1 = d.e1 * g + 6 * _U * float(out.sum())
-    einf = d.einf * (1.0 + cu + cd) + 6 * _U * float(out.max())
-    return _Dist(lo // 2, d.s + 1, out, d.logscale, e1, einf)
+    mx, n1 = float(out.max()), float(out.sum())
+    e1 = d.e1 * g + 6 * _U * n1
+    einf = d.einf * (1.0 + cu + cd) + 6 * _U * mx
+    res = _Dist(lo // 2, d.s + 1, out, d.logscale, e1, einf)
+    if d.nonneg and math.isfinite(cu) and math.isfinite(cd):
+        # t ≥ 0 times cu, cd ≥ 0, summed: ≥ 0; its sum and maximum as just taken
+        res.nonneg, res.mx, res.n1 = True, mx, n1
+    return res
 
 
 def _coarsen_opt(d: _Dist, h: float, lam: float) -> _Dist:
