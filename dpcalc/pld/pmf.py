@@ -63,7 +63,8 @@ def _normalise(d: _Dist, own: bool = False, clipped: bool = False) -> _Dist:
 
 def _dist_norms(d: _Dist) -> tuple[float, float, bool]:
     """_norms(d.t) without the reductions d knows (the same doubles): t.min() if marked ≥ 0,
-    the maximum and sum where its maker took them (see _normalise, _truncate, _coarsen_pess)."""
+    the maximum and sum where its maker took them (see _normalise, _truncate, _coarsen_pess):
+    2/3 of the operands, ~0.55 % of a uniform batch line's instructions (callgrind)."""
     if d.nonneg:
         return (float(d.t.sum()) if d.n1 is None else d.n1,
                 float(d.t.max()) if d.mx is None else d.mx, True)
