@@ -154,6 +154,8 @@ def _strong_inline(q, sigma, steps, log_delta):
     u64, u4 = 64.0 * u, 4.0 * u
     floor_slack = log_delta - 1e-12
     floor_root = sqrt(two_k * (-floor_slack))
+    log_spent_floor = log_steps + log_q
+    log_delta_margin = log_delta + 1e-9 * (1.0 + abs(log_delta) + log_steps + abs_log_q)
 
     def amplified(eps0):                                # subsample.amplify's ε'
         if eps0 == 0.0:
@@ -185,6 +187,14 @@ def _strong_inline(q, sigma, steps, log_delta):
             diff = t1 - t2
             if 0.0 < diff <= 0.5 and err <= 1e-10 * diff:
                 log_delta0 = min(log(diff + err) + u4, 0.0)
+            elif diff > 0.5 and err <= 1e-10 * diff and \
+                    log_spent_floor + log(diff - 2.0 * err) >= log_delta_margin:
+                # δ₀ > 1/2, where the long way asks mpmath (at small ε₀ for σ ≲ 1: ~0.6
+                # calls a batch line, ~0.15 ms each): δ₀ ≥ diff − err already spends more than
+                # δ by a margin far above every rounding in between, and mpmath's log δ₀ is an
+                # upper bound (its 1 − δ₀ < 1/2 branch, which returns at once), so the long
+                # way's log Tqδ₀ ≥ log δ too: inf either way
+                return inf
         if log_delta0 is None:
             log_delta0 = gaussian.analytic_log_delta(sigma, eps0)
         if not (log_delta0 <= 0.0 and log_delta0 > -inf):   # amplify's checks, or -inf
