@@ -215,3 +215,47 @@ def test_minimize_on_grid_with_lower_values_picks_the_same_point():
 
         assert optimize.minimize_on_grid(objective, 0.0, 20.0, 21, 5, lower=lower) == \
             optimize.minimize_on_grid(objective, 0.0, 20.0, 21, 5)
+
+
+def test_strong_inline_objectives_are_the_long_way_bit_for_bit():
+    # _strong_inline writes out _strong_epsilon_at / _strong_epsilon_floor: the same doubles
+    # (or the same error) at every ε₀, including mpmath's δ₀ (small σ, small ε₀), ε₀ past
+    # 700 and δ = 1
+    xs = [math.log(e) for e in (1e-4, 3e-3, 0.05, 0.7, 1.0, 6.5, 40.0, 500.0, 699.0, 701.0)]
+    for q, s, t, ld in itertools.product([1e-8, 1e-3, 0.0256, 1.0], [0.3, 0.8, 4.0, 1e3],
+                                         [1, 977, 10**7], [0.0, LOG_1E5, -690.0]):
+        objective, lower = rel._strong_inline(q, s, t, ld)
+        for x in xs:
+            e0 = math.exp(x)
+            assert objective(x).hex() == rel._strong_epsilon_at(q, s, t, ld, e0).hex()
+            assert lower(x).hex() == rel._strong_epsilon_floor(q, t, ld, e0).hex()
+
+
+def test_strong_inline_leaves_unusual_inputs_to_the_long_way():
+    assert rel._strong_inline(2, 1.0, 10, LOG_1E5) is None          # an int q
+    assert rel._strong_inline(0.1, 1.0, 10.0, LOG_1E5) is None      # a float step count
+    assert rel._strong_inline(0.1, 1.0, 10, -math.inf) is None
+    assert rel._strong_inline(0.1, 1.0, 10, math.nan) is None
+    assert rel._strong_inline(1.5, 1.0, 10, LOG_1E5) is None
+
+
+def test_strong_inline_skips_mpmath_only_where_the_long_way_gives_inf(monkeypatch):
+    # δ₀ > 1/2 (σ < 1, small ε₀): the long way's mpmath δ₀ spends the whole δ
+    from dpcalc.relations import gaussian
+
+    calls = []
+    real = gaussian._analytic_log_delta_mp
+    monkeypatch.setattr(gaussian, "_analytic_log_delta_mp",
+                        lambda *a, **k: calls.append(a) or real(*a, **k))
+    skipped = 0
+    for q, s, t in itertools.product([1e-8, 1e-3, 0.3], [0.3, 0.637, 0.9], [1, 50, 10**6]):
+        objective, _ = rel._strong_inline(q, s, t, LOG_1E5)
+        for x in (math.log(e) for e in (1e-4, 1e-3, 0.01, 0.1)):
+            del calls[:]
+            got, e0 = objective(x), math.exp(x)
+            fast_calls = len(calls)
+            assert got.hex() == rel._strong_epsilon_at(q, s, t, LOG_1E5, e0).hex()
+            long_calls = len(calls) - fast_calls
+            skipped += fast_calls == 0 < long_calls
+            assert fast_calls == long_calls or got == math.inf
+    assert skipped > 40

@@ -265,13 +265,35 @@ def _log1p_exact(y: Decimal) -> Decimal:
 @lru_cache(maxsize=64)
 def _exact_weights(q: float, sigma: float, nmax: int) -> tuple[tuple[Decimal, ...], ...]:
     """(q^k, (1 − q)^k, e^{(k²−k)/(2σ²)} − 1) for k = 0..nmax, to ~60 digits."""
-    dq, ds = Decimal(q), Decimal(sigma)
-    inv = _CTX.divide(1, _CTX.multiply(2, _CTX.multiply(ds, ds)))
+    dq = Decimal(q)
     one_minus = _CTX.subtract(1, dq)
     pq = tuple(_CTX.power(dq, k) for k in range(nmax + 1))
     p1q = tuple(_CTX.power(one_minus, k) for k in range(nmax + 1))
-    w = tuple(_expm1_exact(_CTX.multiply(k * k - k, inv)) for k in range(nmax + 1))
-    return pq, p1q, w
+    return pq, p1q, _sigma_weights(sigma, nmax)
+
+
+#: σ ↦ (e^{(k²−k)/(2σ²)} − 1 for k = 0..K): the Decimal exps (~70 % of the moments row's
+#: exact evaluation, ~0.25 ms a batch line) depend on σ alone, so a batch that repeats σ (a
+#: sweep over q or epochs; issue 13's 10,000 lines have ~1000 distinct 3-digit σ) computes
+#: them once.  Each weight is computed on its own, so a longer list extends the cached one
+#: with the same values.  At most _SIGMA_WEIGHTS_MAX σ (the oldest dropped).
+_SIGMA_WEIGHTS: dict[float, tuple[Decimal, ...]] = {}
+_SIGMA_WEIGHTS_MAX = 4096
+
+
+def _sigma_weights(sigma: float, nmax: int) -> tuple[Decimal, ...]:
+    """e^{(k²−k)/(2σ²)} − 1 for k = 0..nmax, to ~60 digits (cached by σ)."""
+    key = float(sigma)
+    have = _SIGMA_WEIGHTS.get(key, ())
+    if len(have) <= nmax:
+        ds = Decimal(key)
+        inv = _CTX.divide(1, _CTX.multiply(2, _CTX.multiply(ds, ds)))
+        have += tuple(_expm1_exact(_CTX.multiply(k * k - k, inv))
+                      for k in range(len(have), nmax + 1))
+        if key not in _SIGMA_WEIGHTS and len(_SIGMA_WEIGHTS) >= _SIGMA_WEIGHTS_MAX:
+            del _SIGMA_WEIGHTS[next(iter(_SIGMA_WEIGHTS))]
+        _SIGMA_WEIGHTS[key] = have
+    return have[:nmax + 1]
 
 
 def _log_moment_exact(q: float, sigma: float, lam: int) -> Decimal:
