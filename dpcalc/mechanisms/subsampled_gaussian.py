@@ -21,6 +21,7 @@ import numpy as np
 
 from dpcalc.mechanisms._normal import _gauss_tails, _z_for_log_tail
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
+from dpcalc.pld._core import _logsumexp
 from dpcalc.pld.pair import Tails
 
 __all__ = ["SubsampledGaussian"]
@@ -217,10 +218,10 @@ class SubsampledGaussian:
     def support(self, direction: str, log_eta: float) -> tuple[float, float]:
         return _support(self.q, self.sigma, direction, log_eta)
 
-    def quadrature(self, direction: str, lam: float, density: float, nmin: int,
-                   log_eta_top: float | None):
-        """Nodes x on [−14σ, top + 14σ] (cut at x_top), weights φ_σ(x)·dP/dQ0 and the tilt:
-        remove: dP = e^{L}dQ0, log w = log φ + (λ + 1)L; add: dP = dQ0, log w = log φ − λL."""
+    def _kept(self, direction: str, lam: float, density: float, nmin: int,
+              log_eta_top: float | None):
+        """The kept (loss, log φ, [_logsumexp of log_w0 per direction]) of the x grid that
+        quadrature uses at these arguments (see _NODES_KEPT); its arrays are read-only."""
         q, sigma = self.q, self.sigma
         x_hi = math.inf if log_eta_top is None else _x_top(sigma, direction, log_eta_top)
         span = _x_span(sigma, direction, lam, density, nmin, x_hi)
@@ -231,9 +232,34 @@ class SubsampledGaussian:
             if len(kept) >= _NODES_KEPT:
                 kept.clear()
             x = np.linspace(*span)
-            hit = kept[key] = (_loss_rem(x, q, sigma), -x * x / (2.0 * sigma * sigma))
-        lr, lphi = hit
+            lr, lphi = _loss_rem(x, q, sigma), -x * x / (2.0 * sigma * sigma)
+            lr.flags.writeable = lphi.flags.writeable = False
+            hit = kept[key] = (lr, lphi, [None, None])
+        return hit
+
+    def quadrature(self, direction: str, lam: float, density: float, nmin: int,
+                   log_eta_top: float | None):
+        """Nodes x on [−14σ, top + 14σ] (cut at x_top), weights φ_σ(x)·dP/dQ0 and the tilt:
+        remove: dP = e^{L}dQ0, log w = log φ + (λ + 1)L; add: dP = dQ0, log w = log φ − λL."""
+        hit = self._kept(direction, lam, density, nmin, log_eta_top)
+        lr, lphi = hit[:2]
         # (the kept arrays themselves are never handed out: a caller may write to its own)
         if direction == "remove":
             return lr.copy(), lphi + lr, lphi + (lam + 1.0) * lr
         return -lr, lphi.copy(), lphi - lam * lr
+
+    def cgf_nodes(self, direction: str, lam: float, density: float, nmin: int,
+                  log_eta_top: float | None):
+        """(loss, log_w, _logsumexp(log_w0)) of quadrature at the same arguments, the same
+        doubles (DominatingPair.cgf_nodes: plan._cgf's ~13 calls per batch line, whose
+        log_w0 only entered its sum, the same at every tilt of a node set): the loss array
+        may be the kept one, read-only."""
+        hit = self._kept(direction, lam, density, nmin, log_eta_top)
+        lr, lphi, lse0 = hit
+        if direction == "remove":
+            if lse0[0] is None:
+                lse0[0] = _logsumexp(lphi + lr)
+            return lr, lphi + (lam + 1.0) * lr, lse0[0]
+        if lse0[1] is None:
+            lse0[1] = _logsumexp(lphi)
+        return -lr, lphi - lam * lr, lse0[1]
