@@ -238,11 +238,17 @@ def _bucket_mean_loss(ell, d: dict, n_win: int) -> np.ndarray:
     with np.errstate(all="ignore"):
         a = np.exp(d["la"])
         lam = np.where(np.isfinite(d["la"]), d["la"] - d["lb"], 0.0)
-    n, f, g, fb, dn = d["n"], d["f"], d["g"], d["fb"], d["dn"]
-    up = np.minimum(np.arange(n) + 1, n - 1)
-    own = np.maximum(0.0, 1.0 - d["fprev"] - np.concatenate((g[1:], [0.0])))
-    placed = np.where(fb, 0.0, own * a) + f * a[up] + g * a[dn]
-    below = np.concatenate((np.where(fb, own * a, 0.0)[1:], [0.0]))   # fall-backs land at m
+    n, f, g, fb = d["n"], d["f"], d["g"], d["fb"]
+    # the neighbours' masses a[min(m + 1, n − 1)], a[max(m − 1, 0)] and g's next as shifted
+    # copies, own·a once (the same doubles as the gathers; ~14 of ~100 µs, two calls a line)
+    a_up, a_dn, g_next = np.empty(n), np.empty(n), np.empty(n)
+    a_up[:-1], a_up[-1] = a[1:], a[-1]
+    a_dn[1:], a_dn[0] = a[:-1], a[0]
+    g_next[:-1], g_next[-1] = g[1:], 0.0
+    own_a = np.maximum(0.0, 1.0 - d["fprev"] - g_next) * a
+    placed = np.where(fb, 0.0, own_a) + f * a_up + g * a_dn
+    below = np.empty(n)                                  # fall-backs land at m
+    below[:-1], below[-1] = np.where(fb, own_a, 0.0)[1:], 0.0
     before = np.nan_to_num(a * lam)
     after = np.nan_to_num((placed + below) * ell)
     return (before - after).reshape(-1, n_win).sum(axis=1)

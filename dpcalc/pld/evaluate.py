@@ -68,8 +68,13 @@ class _Final:
         else:
             self.lpinf = -math.inf
         ok = np.isfinite(self.lm)
-        self.ell_nz = self.ell[ok]
-        self.lm_nz = self.lm[ok]
+        if ok.all():
+            # (every mass positive, as in every batch line's finals: the arrays themselves,
+            # only ever read, for the two copies)
+            self.ell_nz, self.lm_nz = self.ell, self.lm
+        else:
+            self.ell_nz = self.ell[ok]
+            self.lm_nz = self.lm[ok]
         self._sa = self._sb = None
         self._floor = -math.inf     # the lowest log δ the cached suffix sums serve (_suffix)
 

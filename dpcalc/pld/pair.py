@@ -63,6 +63,21 @@ Contract of each method (`direction` is "remove" or "add"; arrays are float64 nu
     of the nodes; the engine sorts when it needs monotone losses.  Accuracy matters only
     for speed and tightness: every choice made from it is sound.
 
+``cgf_nodes(direction, lam, density, nmin, log_eta_top) -> (loss, log_w, log_total_w0)``
+(optional)
+    quadrature's loss and log_w at the same arguments, the same doubles, and
+    _core._logsumexp of its log_w0 (the same double; a pair computes it once per node set
+    rather than at every tilt: plan._cgf asks ~13 times per batch line).  The loss array
+    may be shared and read-only: the caller does not write to it.  Absent: quadrature.
+
+``tails_defined(ell, direction) -> bool`` (optional)
+    Whether ``tails(ell, direction)`` answers (is not None), without computing the tails:
+    exactly tails' None test (plan._level0 asks it of the boundaries of a side that reads
+    none of their tails, and its nudges must stay those of tails).  A pair that has this
+    method also promises that ``tails`` answers point by point: each threshold's values
+    are the same doubles whatever the other thresholds of the call (plan._level0 then asks
+    for atoms and boundaries in one call and splits the answer).
+
 ``log_mass_at_infinity(direction) -> float`` (optional)
     log P(L = +∞), the double nearest it (absent: none claimed); readers pad it by its
     rounding both ways (pld._core._log_mass_any).  δ(ε) is at least the composition's mass

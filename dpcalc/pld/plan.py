@@ -55,10 +55,17 @@ def _cgf(pair: DominatingPair, direction: str, lam: float,
     quadrature: K(λ) = log E_P[e^{λL}], and the largest loss its nodes reach.  Only used to
     choose the tilt and the grid (heuristics: every choice is sound).  log_eta_top: the part
     of the law that goes to +∞ must not steer it."""
-    loss, lw0, lw = pair.quadrature(_pd(pair, direction), lam, 10.0, 600, log_eta_top)
+    nodes = getattr(pair, "cgf_nodes", None)
+    if nodes is not None:
+        # (log_w0's sum from the pair, kept per node set: the same double as from
+        # quadrature's log_w0, ~10 µs of each of ~13 calls per batch line)
+        loss, lw, lse0 = nodes(_pd(pair, direction), lam, 10.0, 600, log_eta_top)
+    else:
+        loss, lw0, lw = pair.quadrature(_pd(pair, direction), lam, 10.0, 600, log_eta_top)
+        lse0 = _logsumexp(lw0)
     top = float(np.max(lw)) if lw.size else -math.inf
     if top == -math.inf:
-        k = _logsumexp(lw) - _logsumexp(lw0)
+        k = _logsumexp(lw) - lse0
         w = np.exp(lw - lw.max())
         sw = w.sum()
     else:
@@ -66,7 +73,7 @@ def _cgf(pair: DominatingPair, direction: str, lam: float,
         # ~13 calls per batch line)
         w = np.exp(lw - top)
         sw = w.sum()
-        k = (top + math.log(float(sw))) - _logsumexp(lw0)
+        k = (top + math.log(float(sw))) - lse0
     m1 = float((w * loss).sum() / sw)
     m2 = float((w * (loss - m1) ** 2).sum() / sw)
     return k, m1, max(m2, 0.0), float(loss.max())
