@@ -117,119 +117,6 @@ def _strong_epsilon_floor(q: float, steps: int, log_delta: float, eps0: float) -
     return compose.advanced_epsilon(eps1, steps, log_delta - 1e-12)
 
 
-_NEG_LN2 = -math.log(2.0)      # log1mexp's switch point, as it computes it
-
-
-def _strong_inline(q, sigma, steps, log_delta):
-    """(objective, lower) of ``strong_epsilon`` over x = log ε₀, with the arithmetic of
-    ``_strong_epsilon_at`` / ``_strong_epsilon_floor`` written out in one frame: the same
-    operations in the same order on the same doubles (the Gaussian's float profile
-    [BW18, Thm 8], amplification [BBG18, Thm 8], log_sub, advanced composition
-    [DR14, Thm 3.20] with their paddings), so the same values bit for bit; the per-call
-    constants (log q, log T, μ, 2T, the floor's √(2T ln(1/δ))) are formed once.  Where the
-    long way would do anything else (mpmath's δ₀, a raised error, ε₀ past 700), it is
-    called.  None outside the common inputs (then both are the long way).
-    Measured: 0.76 -> 0.22 ms of CPU per batch line for the strong row (strong_epsilon on
-    300 lines of bench_batch.questions(seed 13, uniform), min of 5; ~140 evaluations, each
-    ~10 Python calls with their argument checks before; with the δ₀ > 1/2 shortcut below).
-    Tested against the long way in tests/test_dpsgd_comparison_rows.py."""
-    from dpcalc.numeric.directed import UNIT_ROUNDOFF as u
-    from dpcalc.params import Given  # a float that remembers its decimal; float arithmetic
-    from dpcalc.relations import gaussian
-
-    plain = (float, Given)
-    if not (type(q) in plain and 0.0 < q <= 1.0 and type(sigma) in plain
-            and 0.0 < sigma < math.inf and type(steps) is int and 1 <= steps <= 2 ** 53
-            and type(log_delta) in plain and -math.inf < log_delta <= 0.0):
-        return None
-    q, sigma, log_delta = float(q), float(sigma), float(log_delta)
-    _, compose, _, subsample = _strong_modules()
-    exp, expm1, log, log1p, erfc, sqrt = (math.exp, math.expm1, math.log, math.log1p,
-                                          math.erfc, math.sqrt)
-    up, inf, sqrt2 = math.nextafter, math.inf, gaussian._SQRT2
-    log_q, abs_log_q, log_steps = log(q), abs(log(q)), log(steps)
-    mu = 1.0 / sigma
-    half_mu, neg_half_mu = mu / 2.0, -mu / 2.0
-    two_k, kf = 2.0 * steps, float(steps)
-    amp_pad, adv_pad, four_u = 1 + 16 * u, 1.0 + 16.0 * u, 4 * u
-    u64, u4 = 64.0 * u, 4.0 * u
-    floor_slack = log_delta - 1e-12
-    floor_root = sqrt(two_k * (-floor_slack))
-    log_spent_floor = log_steps + log_q
-    log_delta_margin = log_delta + 1e-9 * (1.0 + abs(log_delta) + log_steps + abs_log_q)
-
-    def amplified(eps0):                                # subsample.amplify's ε'
-        if eps0 == 0.0:
-            return 0.0
-        if eps0 <= 700.0:
-            return up(log1p(q * expm1(eps0)) * amp_pad, inf)
-        return up(subsample._log1p_q_expm1(q, log_q, eps0) * amp_pad, inf)
-
-    def lower(x: float) -> float:
-        eps1 = amplified(exp(x))
-        if eps1 == 0.0:
-            return 0.0
-        if eps1 > 700.0:
-            return inf
-        return up((eps1 * floor_root + kf * eps1 * expm1(eps1)) * adv_pad, inf)
-
-    def objective(x: float) -> float:
-        eps0 = exp(x)
-        # gaussian.analytic_log_delta(sigma, eps0): its float profile, else the long way
-        a = half_mu - eps0 / mu
-        b = neg_half_mu - eps0 / mu
-        log_delta0 = None
-        if eps0 < 700.0 and b > -37.0:
-            t1 = 0.5 * erfc(-a / sqrt2)
-            t2 = exp(eps0) * (0.5 * erfc(-b / sqrt2))
-            spread = (mu + eps0 / mu) * 4.0 * u
-            err = (t1 * (u64 + (abs(a) + 2.0) * spread)
-                   + t2 * (u64 + (abs(b) + 2.0) * spread + eps0 * 2.0 * u))
-            diff = t1 - t2
-            if 0.0 < diff <= 0.5 and err <= 1e-10 * diff:
-                log_delta0 = min(log(diff + err) + u4, 0.0)
-            elif diff > 0.5 and err <= 1e-10 * diff and \
-                    log_spent_floor + log(diff - 2.0 * err) >= log_delta_margin:
-                # δ₀ > 1/2, where the long way asks mpmath (at small ε₀ for σ ≲ 1: ~0.6
-                # calls a batch line, ~0.15 ms each): δ₀ ≥ diff − err already spends more than
-                # δ by a margin far above every rounding in between, and mpmath's log δ₀ is an
-                # upper bound (its 1 − δ₀ < 1/2 branch, which returns at once), so the long
-                # way's log Tqδ₀ ≥ log δ too: inf either way
-                return inf
-        if log_delta0 is None:
-            log_delta0 = gaussian.analytic_log_delta(sigma, eps0)
-        if not (log_delta0 <= 0.0 and log_delta0 > -inf):   # amplify's checks, or -inf
-            return _strong_epsilon_at(q, sigma, steps, log_delta, eps0)
-        eps1 = amplified(eps0)
-        log_delta1 = up((log_q + log_delta0)
-                        + four_u * (abs_log_q + abs(log_delta0) + 1.0), inf)
-        log_spent = log_steps + log_delta1
-        if log_spent >= log_delta:
-            return inf
-        d = log_spent - log_delta                       # log_sub(log_delta, log_spent)
-        if log_spent == -inf:
-            log_slack = log_delta
-        elif d == 0.0:
-            log_slack = -inf
-        elif d > _NEG_LN2:
-            log_slack = log_delta + log(-expm1(d))
-        else:
-            log_slack = log_delta + log1p(-exp(d))
-        log_slack = log_slack - 1e-12
-        if not (log_slack <= 0.0 and eps1 != inf):      # advanced_epsilon's checks
-            return compose.advanced_epsilon(eps1, steps, log_slack)
-        if log_slack == -inf:
-            return inf
-        if eps1 == 0.0:
-            return 0.0
-        if eps1 > 700.0:
-            return inf
-        value = eps1 * sqrt(two_k * (-log_slack)) + kf * eps1 * expm1(eps1)
-        return up(value * adv_pad, inf)
-
-    return objective, lower
-
-
 def strong_epsilon(q: float, sigma: float, steps: int, log_delta: float) -> tuple[float, float]:
     """Upper bound on ε by amplification + advanced composition, the δ split optimised.
 
@@ -240,15 +127,11 @@ def strong_epsilon(q: float, sigma: float, steps: int, log_delta: float) -> tupl
     costly δ₀ of large ε₀ deep in the Gaussian tail.
     References: BW18, BBG18, DRV10.
     """
-    pair = _strong_inline(q, sigma, steps, log_delta)
-    if pair is not None:
-        objective, lower = pair
-    else:
-        def objective(x: float) -> float:
-            return _strong_epsilon_at(q, sigma, steps, log_delta, math.exp(x))
+    def objective(x: float) -> float:
+        return _strong_epsilon_at(q, sigma, steps, log_delta, math.exp(x))
 
-        def lower(x: float) -> float:
-            return _strong_epsilon_floor(q, steps, log_delta, math.exp(x))
+    def lower(x: float) -> float:
+        return _strong_epsilon_floor(q, steps, log_delta, math.exp(x))
 
     from dpcalc.numeric.optimize import minimize_on_grid
 
