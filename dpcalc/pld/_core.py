@@ -118,25 +118,6 @@ def _lse(*arrays):
     return out
 
 
-def _split(mask):
-    """(where mask holds, where it does not) as indices for mask's array: Ellipsis for all
-    points, None for none, slices where the points split into two runs (tails at sorted
-    thresholds: upper tails ≤ 1/2 from some point on), else the boolean masks (slices and
-    Ellipsis index views, where masks copied every array)."""
-    n = mask.size
-    k = int(np.count_nonzero(mask))
-    if k == n:
-        return ..., None
-    if k == 0:
-        return None, ...
-    if mask.ndim == 1:
-        if mask[n - k:].all():
-            return slice(n - k, n), slice(0, n - k)
-        if mask[:k].all():
-            return slice(0, k), slice(k, n)
-    return mask, ~mask
-
-
 def _by_form(norm, fall, fbm, a: int, b: int):
     """(values, errors) over the points a..b−1 from norm at the normal ones and fall at the
     fall-backs (fbm), each function called on its points' indices only."""
