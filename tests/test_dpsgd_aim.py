@@ -99,7 +99,9 @@ def test_far_tail_sigma_newton_step_takes_rdps_slope(monkeypatch):
     """Random case 297 again: from the seed 0.916 (ε 23.42 against the target 21.88) the
     CLT's d log ε / d log σ, −14, stepped 0.5 % where 3 % was needed (6 PLD evaluations of
     0.6 s).  RDP's slope there is the PLD's within 20 % (the PLD's, −2.1, measured from
-    its bound at σ 0.9425 and 0.9448), and the secant now needs one evaluation fewer."""
+    its bound at σ 0.9425 and 0.9448), and the secant now needs one evaluation fewer.  (The
+    root moved from 0.94492 to 0.94454 when a square's heavy entries came to need half the
+    rounded sums: the error term is part of this bound.)"""
     q, steps, eps, log_d = 1.811e-07, 9670927, 21.88, math.log(2.236e-262)
     acc = Accountant("pld", 1e-3)
     slope = guess._rdp_sigma_slope(acc, q, 0.9161, steps, log_d)
@@ -108,7 +110,7 @@ def test_far_tail_sigma_newton_step_takes_rdps_slope(monkeypatch):
     assert guess._rdp_sigma_slope(Accountant("rdp", 1e-3), q, 0.9161, steps, log_d) is None
     points = _pld_probes(monkeypatch)
     found, _ = guess.sigma_guess(acc, q, steps, eps, log_d, 8e-6)
-    assert len(points) <= 4 and found == pytest.approx(0.94492, rel=2e-5)
+    assert len(points) <= 4 and found == pytest.approx(0.94454, rel=2e-5)
 
 
 def test_far_tail_q_seed_comes_down_to_rdp_unless_rdp_fails_itself():

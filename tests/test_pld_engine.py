@@ -413,3 +413,35 @@ def test_optimistic_coarsening_is_a_lower_bound_for_the_exact_vector():
             - out.e1 * np.exp(-lam * eps - ref) * _log_c_lambda_exp(lam)
         truth = _tilted_delta(lo, exact, h, lam, eps, ref)
         assert np.all(low <= truth * (1 + 1e-12) + 1e-300)
+
+
+def test_a_square_with_heavy_entries_takes_one_set_of_copies():
+    """a*a = a_H*(a + a_L) + a_L*a_L: one shifted copy per heavy entry (of a with its light
+    entries doubled, exactly) instead of two, so each output entry sums half as many rounded
+    products: its bound is smaller than a general product's of the same vectors, and it
+    still holds against the exact convolution (rationals)."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from dpcalc.pld.pmf import _conv, _Dist
+
+    rng = np.random.default_rng(11)
+    t = rng.exponential(size=300) * 1e-5
+    heavy = rng.choice(300, size=16, replace=False)      # spread out, not one block
+    t[heavy] = rng.uniform(0.2, 1.0, size=16)
+    a = _Dist(0, 0, t, 0.0, 0.0, 0.0)
+    square = _conv(a, a)
+    general = _conv(a, _Dist(0, 0, t.copy(), 0.0, 0.0, 0.0))
+    assert square.e1 < 0.75 * general.e1
+    exact = [Fraction(0)] * (2 * t.size - 1)
+    ft = [Fraction(x) for x in t]
+    for i, x in enumerate(ft):
+        for j, y in enumerate(ft):
+            exact[i + j] += x * y
+    scale = Fraction(math.exp(square.logscale))
+    got = [Fraction(x) * scale for x in square.t]
+    errs = [abs(got[k] - exact[square.lo + k]) for k in range(len(got))]
+    outside = sum(exact[:square.lo]) + sum(exact[square.lo + len(got):])
+    assert max(errs) <= Fraction(square.einf) * scale
+    assert sum(errs) + outside <= Fraction(square.e1) * scale

@@ -98,7 +98,10 @@ def test_no_raise_where_the_error_term_is_near_delta(caps):
     """q 1e-5, σ 0.7, 10⁶ steps, δ 1e-10: the ℓ1 error term at the capped pass's upper end is
     within e^2 of δ, and the longer vectors' round-off bound grows: the raised pass gave 0.278
     against the capped pass's 0.261 (the answer kept), at 4.6 s instead of 1.7 s, 688 MB
-    (review, helper-20).  It is not composed."""
+    (review, helper-20).  It is not composed.  (0.2597 since a square's shifted copies of its
+    heavy entries are one set, with half the rounded sums to bound.  The error term sets
+    this upper end, and its discrete steps follow the CPU's summation order in numpy: with
+    AVX-512 0.25967, without 0.25968; the code before gave 0.26135 and 0.26142.)"""
     lower, upper = pld.epsilon_bounds(1e-5, 0.7, 10**6, math.log(1e-10))
     assert _N0_LEN_FAR not in caps
-    assert upper == pytest.approx(0.261418, rel=1e-5) and lower <= upper
+    assert upper == pytest.approx(0.259677, rel=1e-4) and lower <= upper

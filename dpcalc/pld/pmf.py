@@ -16,6 +16,7 @@ import numpy as np
 
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.pld._core import _BUDGET, _NWIN_MAX, _norms
+from dpcalc.pld.fftconv import _SPLIT_THETAS, _conv_fft, _square_split  # noqa: F401
 from dpcalc.pld.heavy import _heavy
 from dpcalc.pld.roundoff import _fft_gamma, _fft_len, _fft_roundoff_l2  # noqa: F401 (re-exported)
 
@@ -71,31 +72,12 @@ def _dist_norms(d: _Dist) -> tuple[float, float, bool]:
     return _norms(d.t)
 
 
-def _conv_fft(x: np.ndarray, y: np.ndarray, same: bool, n1x: float | None = None,
-              n1y: float | None = None, n2x: float | None = None):
-    """x*y by FFT; returns (out, ℓ1 bound, ℓ∞ bound) on the round-off.  ``n1x``, ``n1y``,
-    ``n2x``: float(x.sum()), float(y.sum()), ‖x‖₂ as computed below, where the caller has
-    them (the same doubles)."""
-    nout = x.size + y.size - 1
-    n = _fft_len(nout)
-    fx = np.fft.rfft(x, n)
-    fy = fx if same else np.fft.rfft(y, n)
-    out = np.fft.irfft(fx * fy, n)[:nout]
-    n1x = float(x.sum()) if n1x is None else n1x
-    n1y = float(y.sum()) if n1y is None else n1y
-    n2x = math.sqrt(float((x * x).sum())) if n2x is None else n2x
-    n2y = n2x if same else math.sqrt(float((y * y).sum()))
-    r2 = _fft_roundoff_l2(n, n1x, n2x, n1y, n2y)
-    return out, math.sqrt(nout) * r2, r2
-
-
 # a late squaring (few copies of it in the product) may coarsen past the λh rule while
 # its coarsening costs at most this share of the one-step grid's (see _Engine._late_level)
 _LATE_SHARE = 1.0 / 256
 _LATE_LAMH = 0.1          # and while λ·h stays at most this
 _SPLIT_TAILS = True      # one-step vectors with a long light tail: two grids (pld.split)
 _SPLIT_MIN = 4096        # shorter outputs: the plain FFT (the split would not pay)
-_SPLIT_THETAS = tuple(10.0 ** -k for k in range(2, 13))
 # split_noise of a plan (see _noisy): with τ from a guessed Γ/δ (at 1000 the split runs on
 # 0.7 % of the convolutions of 200 random DP-SGD questions at δ = 1e-5, where it moved ε by
 # < 2e-5 relative, and on none of the issue-13 solves), and with τ from the lower ends of a
@@ -104,69 +86,6 @@ _SPLIT_THETAS = tuple(10.0 ** -k for k in range(2, 13))
 # 200 questions, at 1 35 %)
 _SPLIT_NOISE_GUESSED = 1000.0
 _SPLIT_NOISE_FITTED = 10.0
-
-
-def _square_split(x: np.ndarray):
-    """x*x with a smaller round-off bound when a short window (the core c) holds nearly all
-    of x's mass: x*x = c*c + t*(x + c), t = x − c (the tail).  c*c is an FFT of the core's
-    length, and the full-length FFT's bound scales with the tail's norms instead of x's
-    ([Hig02, Thm 24.2] as in _fft_roundoff_l2, per product; x + c doubles the core's entries,
-    exactly).  Returns (out, ℓ1 bound, ℓ∞ bound), or None when no window lowers the bound of
-    the plain FFT by half.  Preconditions (as for _conv_fft): x ≥ 0, not empty, and its
-    maximum far above 2^-511 (the engine's vectors are normalised to a maximum of 1): then
-    products rounded in the subnormal range, ≤ 2^-1074 each, lie far inside the add term."""
-    nout = 2 * x.size - 1
-    n = _fft_len(nout)
-    cs = np.cumsum(x)
-    cq = np.cumsum(x * x)
-    tot, tot2 = float(cs[-1]), float(cq[-1])
-    if not tot > 0.0:
-        return None
-    plain = _fft_roundoff_l2(n, tot, math.sqrt(tot2), tot, math.sqrt(tot2)) * math.sqrt(nout)
-    best = None
-    for th in _SPLIT_THETAS:
-        i0 = int(np.searchsorted(cs, 0.5 * th * tot, side="right"))
-        i1 = int(np.searchsorted(cs, tot * (1.0 - 0.5 * th), side="left")) + 1
-        i1 = min(max(i1, i0 + 1), x.size)
-        m = i1 - i0
-        if 4 * m > x.size:
-            break
-        c1 = float(cs[i1 - 1] - (cs[i0 - 1] if i0 else 0.0))
-        c2 = float(cq[i1 - 1] - (cq[i0 - 1] if i0 else 0.0))
-        t1 = max(tot - c1, 0.0) * (1 + 1e-6) + 1e-300
-        t2 = max(tot2 - c2, 0.0) * (1 + 1e-6) + 1e-300
-        mo = 2 * m - 1
-        nc = _fft_len(mo)
-        bc = _fft_roundoff_l2(nc, c1, math.sqrt(c2), c1, math.sqrt(c2)) * math.sqrt(mo)
-        bt = _fft_roundoff_l2(n, t1, math.sqrt(t2), 2 * tot, 2 * math.sqrt(tot2)) \
-            * math.sqrt(nout)
-        if best is None or bc + bt < best[0]:
-            best = (bc + bt, i0, i1)
-    if best is None or best[0] > 0.5 * plain:
-        return None
-    _, i0, i1 = best
-    core = x[i0:i1]
-    tail = x.copy()
-    tail[i0:i1] = 0.0
-    both = x.copy()
-    both[i0:i1] *= 2.0                                   # x + c, exact
-    ft = np.fft.rfft(tail, n)
-    fb = np.fft.rfft(both, n)
-    out = np.fft.irfft(ft * fb, n)[:nout]
-    n1t, n2t = float(tail.sum()), math.sqrt(float((tail * tail).sum()))
-    n1b, n2b = float(both.sum()), math.sqrt(float((both * both).sum()))
-    r2 = _fft_roundoff_l2(n, n1t, n2t, n1b, n2b)
-    if core.size <= 48:
-        cc = np.convolve(core, core)
-        g = core.size * _U / (1 - core.size * _U) * 2
-        n1c = float(core.sum())
-        r1c, rinfc = g * n1c * n1c, g * n1c * float(core.max())
-    else:
-        cc, r1c, rinfc = _conv_fft(core, core, True)
-    out[2 * i0:2 * i0 + cc.size] += cc
-    # the addition: one rounding per entry of the sum
-    add = 2 * _U * tot * tot
-    return out, math.sqrt(nout) * r2 + r1c + add, r2 + rinfc + add
 
 
 def _noisy(a: _Dist, nout: int, budget: float, n1: float | None = None,
@@ -248,12 +167,20 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
             # the shifted copies through one buffer each (a fresh product per copy was
             # most of _conv's own time on long vectors)
             tmp = np.empty(lb)
-            for j in ha:
-                out[j:j + lb] += np.multiply(a.t[j], b.t, out=tmp)
-            tmp = np.empty(la) if hb_idx.size else tmp
-            for i in hb_idx:
-                out[i:i + la] += np.multiply(b.t[i], aL, out=tmp)
-            m = ha.size + hb_idx.size + 2
+            if same and hb_idx.size:
+                # a square: a_H*a + a_H*a_L = a_H*(a + a_L), and a + a_L is a with its
+                # light entries doubled, exactly: one set of copies (a product each)
+                both = np.add(a.t, aL)
+                for j in ha:
+                    out[j:j + lb] += np.multiply(a.t[j], both, out=tmp)
+                m = ha.size + 2
+            else:
+                for j in ha:
+                    out[j:j + lb] += np.multiply(a.t[j], b.t, out=tmp)
+                tmp = np.empty(la) if hb_idx.size else tmp
+                for i in hb_idx:
+                    out[i:i + la] += np.multiply(b.t[i], aL, out=tmp)
+                m = ha.size + hb_idx.size + 2
             g = 2 * m * _U / (1 - m * _U)
             r1 += g * (n1a * n1b + r1)
             rinf += g * (mxa * n1b + mxb * n1a)

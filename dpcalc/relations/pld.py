@@ -36,7 +36,7 @@ from dpcalc.errors import DomainError
 from dpcalc.mechanisms._normal import _ERFC_REL, _log_erfc  # noqa: F401 (re-exported)
 from dpcalc.mechanisms.subsampled_gaussian import SubsampledGaussian
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U  # noqa: F401 (re-exported)
-from dpcalc.pld import _core, compose, discretise, evaluate, plan, pmf
+from dpcalc.pld import _core, compose, discretise, evaluate, fftconv, plan, pmf
 from dpcalc.pld import accountant as _acc
 from dpcalc.pld._core import PLDUncertifiable
 from dpcalc.pld.accountant import _check_log_delta, _check_tol
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 # the engine's building blocks above (noqa: F401) are re-exported for their tests
-_ENGINE_MODULES = (_core, compose, discretise, evaluate, plan, pmf, _acc)
+_ENGINE_MODULES = (_core, compose, discretise, evaluate, fftconv, plan, pmf, _acc)
 
 
 class _Shim(types.ModuleType):
