@@ -105,3 +105,30 @@ def test_no_raise_where_the_error_term_is_near_delta(caps):
     lower, upper = pld.epsilon_bounds(1e-5, 0.7, 10**6, math.log(1e-10))
     assert _N0_LEN_FAR not in caps
     assert upper == pytest.approx(0.259677, rel=1e-4) and lower <= upper
+
+
+def test_a_capped_finest_pass_followed_by_a_raised_one_composes_no_optimistic_side(
+        monkeypatch):
+    """The raised pass's optimistic sides, on the finer lattice, take the place of the
+    capped pass's: those are not composed (their lower ends were below the earlier passes'
+    anyway, e.g. 5.4235 beside 5.5136 at q 2.69e-4, σ 0.537, 628,253 steps)."""
+    import dpcalc.pld.eps_search as es
+    from dpcalc.pld._core import _RHO_MIN
+
+    passes = []
+    real = es._compose_points
+
+    def spy(*args, **kwargs):
+        plans, d = args[3], kwargs["directions"][0]
+        passes.append((args[2], kwargs["sides"], plans[d].len_max, d))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(es, "_compose_points", spy)
+    lower, upper = pld.epsilon_bounds(*CASE, LOG_DELTA)
+    raised = [p for p in passes if p[2] == _N0_LEN_FAR]
+    assert raised and any(False in p[1] for p in raised)   # the raised pass's lower end
+    capped_finest = [p for p in passes if p[0] <= _RHO_MIN and p[2] < _N0_LEN_FAR
+                     and p[3] == raised[0][3]]
+    assert capped_finest and not any(False in p[1] for p in capped_finest)
+    # the same bracket as when the capped pass composed them (its lower end was below)
+    assert lower == pytest.approx(0.109703, rel=1e-4) and REF_EPS <= upper * (1 + 2e-4)
