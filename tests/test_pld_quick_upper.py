@@ -284,6 +284,39 @@ def test_a_dominated_direction_composes_no_optimistic_side(q, sigma, steps, log_
     assert pld.epsilon_bounds(q, sigma, steps, log_delta) == both
 
 
+@pytest.mark.parametrize("q, sigma, steps, log_delta", [
+    (0.01, 1.0, 1000, math.log(1e-5)),
+    (0.0456, 5.55, 1140, math.log(1e-5)),
+    (0.01, 4.0, 10_000, math.log(1e-5)),
+])
+def test_a_dominated_later_direction_is_composed_once_at_the_scouts_resolution(
+        q, sigma, steps, log_delta, monkeypatch):
+    """The add direction's pessimistic sides at _SCOUT times the first resolution are at
+    most the remove direction's lower end: that proves it dominated, and it is not composed
+    at the first resolution; the bracket is the one without the scout, bit for bit."""
+    import dpcalc.pld.eps_search as search
+    from dpcalc.pld.compose import _first_rho
+
+    real = search._compose_points
+    add_rhos = []
+
+    def spy(*args, **kwargs):
+        if kwargs.get("directions") == ["add"]:
+            add_rhos.append((args[2], kwargs.get("sides")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(search, "_compose_points", spy)
+    scouted = pld.epsilon_bounds(q, sigma, steps, log_delta)
+    assert add_rhos == [(_first_rho(1e-3) * search._SCOUT, (True,))]
+    monkeypatch.setattr(search, "_SCOUT", 1.0)
+    assert pld.epsilon_bounds(q, sigma, steps, log_delta) == scouted
+    # a solver's evaluation keeps composing it at the first resolution (its upper ends are
+    # the full bracket's bit for bit; a coarser bound could fall below a finer one)
+    add_rhos.clear()
+    pld.epsilon_bounds(q, sigma, steps, log_delta, for_solve=True)
+    assert add_rhos == [(_first_rho(1e-3), (True,))]
+
+
 def test_inputs_one_ulp_apart_give_the_same_bound():
     """A grid set by 1/λ (h = ρ/λ) puts λh at exactly half the coarsening cap: the count of
     allowed coarsenings was floor(log2 2) and came out 0 or 1 with the rounding of inputs

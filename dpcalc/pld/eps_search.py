@@ -131,9 +131,12 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
     tolerance) composes only the pessimistic sides, and a direction whose upper ends are at
     most the first direction's (final) ones is not refined: the combined upper end is the
     larger.  The upper ends are those of the full brackets, bit for bit (the passes, tilts
-    and compositions that decide them are the same); the lower ends may be looser (still
-    certified).  For a solver's predicate, which reads the upper end alone: at the finest
-    grid the optimistic composition is half the work.  (One difference: a pass that only
+    and compositions that decide them are the same; the full bracket's one exception is a
+    later direction proved dominated by its scout, below, where the solver's evaluation
+    composes it at the first resolution and may read a larger upper end: the safe side for
+    a solver, not seen); the lower ends may be looser (still certified).  For a solver's
+    predicate, which reads the upper end alone: at the finest grid the optimistic
+    composition is half the work.  (One difference: a pass that only
     the full bracket composes cannot fail here; where it would, the full bracket raises
     PLDUncertifiable and its caller falls back, so a forward question at a solver's answer
     would show the fallback's bound.  Seen only with an injected failure (review); the
@@ -217,6 +220,13 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
                 return None   # a raised pass that fails: the earlier passes' bracket stands
             raise
 
+    # a later direction (the add direction of DP-SGD) is first composed at _SCOUT times the
+    # first resolution, pessimistic sides only (about 40 % of the cost on short vectors):
+    # upper ends at most the first direction's lower ends prove it dominated (it changes
+    # neither end of the bracket), as its first pass would, in every one of 400 batch lines
+    # (uniform law; 17 of 200 log-uniform ones need that pass still).  The bracket is the
+    # same, bit for bit: 17.8 -> 16.1 ms a uniform batch line's PLD, 77.8 -> 73 log-uniform.
+    # Not in a solver's evaluation (see the docstring)
     for d in dirs:
         other = per_dir.get(dirs[0]) if d != dirs[0] else None
         best = [[0.0, math.inf] for _ in range(n)]
@@ -234,6 +244,13 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
         per_dir[d] = best
         unsettled = bool(pending)   # the full bracket may have skipped this direction
         rho = _first_rho(tolerance)
+        if other is not None and not for_solve and not pending and _SCOUT > 1.0:
+            scout = _scout(pair, steps_group, rho * _SCOUT, plans, log_eta, evaluate, d,
+                           fixed, other)
+            if scout is not None:
+                for b, up in zip(best, scout, strict=True):
+                    b[1] = min(b[1], up)
+                continue
         prev = math.inf
         for k in range(6):
             last = for_solve and (rho <= _RHO_MIN or k == 5)
@@ -317,6 +334,24 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
         if not math.isfinite(b[1]):
             raise PLDUncertifiable("the error budget exceeds δ at every ε")
     return best
+
+
+_SCOUT = 3.0
+
+
+def _scout(pair, steps_group, rho, plans, log_eta, evaluate, d, fixed, other):
+    """A later direction's pessimistic sides at the coarser resolution ρ: their upper ends
+    when every one is at most the other direction's lower end (the direction is then
+    dominated and changes neither end of the bracket), else None."""
+    try:
+        res = _compose_points(pair, steps_group, rho, plans, log_eta, evaluate,
+                              sides=(True,), directions=[d], fixed=fixed)
+    except (PLDUncertifiable, ArithmeticError, ValueError):
+        return None
+    ups = [up for _, up in res]
+    if all(up <= o[0] for up, o in zip(ups, other, strict=True)):
+        return ups
+    return None
 
 
 def _raise_len(plan, rho: float, k: int, capped: bool, stuck, before, best,
