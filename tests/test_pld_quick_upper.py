@@ -343,3 +343,24 @@ def test_an_upper_only_pass_builds_no_optimistic_grid(monkeypatch):
     assert pld.epsilon_upper(6.362e-5, 3.3, 2, math.log(4.292e-284)) == quick
     with pytest.raises(AssertionError, match="optimistic grid"):
         pld.epsilon_bounds(6.362e-5, 3.3, 2, math.log(4.292e-284))
+
+
+def test_a_scouts_grid_offset_is_not_searched(monkeypatch):
+    """The scout's pessimistic bound only has to be sound (it proves a direction dominated or
+    leaves the pass): its grid offset next to the add direction's edge is the first
+    candidate, not the search over 32 (1,248 tail evaluations and their bucket plans, ~9 %
+    of a batch line's instructions); the first-resolution passes still search it."""
+    import dpcalc.pld.sides as sides
+
+    real = sides._edge_offset
+    calls = []
+
+    def spy(pair, direction, h, loss=None, search=True):
+        calls.append((direction, search))
+        return real(pair, direction, h, loss, search)
+
+    monkeypatch.setattr(sides, "_edge_offset", spy)
+    lower, upper = pld.epsilon_bounds(0.01, 4.0, 10_000, math.log(1e-5))
+    assert ("add", False) in calls and ("add", True) not in calls
+    assert ("remove", True) in calls
+    assert 0.0 < lower <= upper

@@ -255,7 +255,7 @@ def _bucket_mean_loss(ell, d: dict, n_win: int) -> np.ndarray:
 
 
 def _edge_offset(pair: DominatingPair, direction: str, h: float,
-                 loss: list | None = None) -> float:
+                 loss: list | None = None, search: bool = True) -> float:
     """Grid offset for a one-step law with a hard edge (pair.loss_bounds: for the subsampled
     Gaussian the remove-direction loss is ≥ log(1 − q), the add-direction loss ≤
     −log(1 − q)).  Next to the edge the density can
@@ -266,7 +266,9 @@ def _edge_offset(pair: DominatingPair, direction: str, h: float,
     heuristic: every offset is sound).
     All offsets are evaluated in one batch: windows of 40 buckets whose end buckets are
     left empty, so the windows do not interact.  ``loss``, if given, receives the chosen
-    offset's P-mean lowering per step (0 where there is no edge)."""
+    offset's P-mean lowering per step (0 where there is no edge).  ``search`` False: the
+    first candidate, unsearched (its lowering unknown, given as 0), for a pessimistic side
+    whose bound only needs to be sound (a scout's, see eps_search._scout)."""
     lo_edge, hi_edge = pair.loss_bounds(direction)
     if math.isfinite(lo_edge):
         edge, bottom = lo_edge, True
@@ -280,6 +282,10 @@ def _edge_offset(pair: DominatingPair, direction: str, h: float,
     rel = np.arange(-3, n_at - 3) if bottom else np.arange(-(n_at - 4), 4)
     # (k + 1/64)/32 keeps every atom and boundary off the edge itself (ill-conditioned)
     offs = edge + h * (np.arange(n_off) + 1.0 / 64) / n_off
+    if not search:
+        if loss is not None:
+            loss.append(0.0)
+        return math.fmod(float(offs[0]), h)
     ell = (offs[:, None] + rel[None, :] * h)                    # (W, 40) atoms
     mids = 0.5 * (ell[:, :-1] + ell[:, 1:])                     # (W, 39) boundaries
     tb = getattr(pair, "tails_estimate", pair.tails)(mids.ravel(), direction)

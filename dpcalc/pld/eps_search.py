@@ -343,6 +343,9 @@ def _scout(pair, steps_group, rho, plans, log_eta, evaluate, d, fixed, other):
     """A later direction's pessimistic sides at the coarser resolution ρ: their upper ends
     when every one is at most the other direction's lower end (the direction is then
     dominated and changes neither end of the bracket), else None."""
+    # (its grid offset next to a hard edge unsearched: that search serves the optimistic
+    # side's tightness, and a pessimistic bound that proves nothing leaves the pass)
+    plans = {**plans, d: replace(plans[d], edge_search=False)}
     try:
         res = _compose_points(pair, steps_group, rho, plans, log_eta, evaluate,
                               sides=(True,), directions=[d], fixed=fixed)

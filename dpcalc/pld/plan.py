@@ -449,6 +449,9 @@ class _Plan:
     split_noise: float = _SPLIT_NOISE_GUESSED   # the squarings' split gate (pmf._noisy)
     bulk_h: float = math.inf           # the varying item's spacing cap from _bulk_h
     len_max: int = _N0_LEN_MAX         # cap on the one-step lattice's length (_level0)
+    # the grid offset next to a hard edge: searched (discretise._edge_offset) or, for a
+    # scout's pessimistic bound (eps_search._scout), its first candidate
+    edge_search: bool = True
 
 
 def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: float,

@@ -124,7 +124,8 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
         """(_edge_offset's grid offset for h, its P-mean lowering per step), computed once."""
         if not edge_off:
             low: list = []
-            edge_off.append((_edge_offset(pair, direction, h, low), low[0] if low else 0.0))
+            edge_off.append((_edge_offset(pair, direction, h, low, plan.edge_search),
+                             low[0] if low else 0.0))
         return edge_off[0]
 
     def clump_stride(hh):      # the final grid's cells, in cells of hh
