@@ -1,7 +1,7 @@
 """``dpcalc batch`` throughput (issue 13): N dpsgd ε questions, whole process.
 
     .venv/bin/python benchmarks/bench_batch.py [--lines 10000] [--seed 13] [--compare-off]
-        [--workers N] [--uniform] [--write FILE]
+        [--workers N] [--uniform] [--write FILE] [--checkout DIR]
 
 Generates N lines with a fixed seed — σ log-uniform in [0.5, 10], q log-uniform in
 [1e-4, 0.1] (``--uniform``: both uniform; the issue names the ranges, not the law), epochs
@@ -9,8 +9,10 @@ uniform in [1, 200] (integers), δ = 1e-5, ε asked — runs them through the in
 ``dpcalc batch`` next to this interpreter, and prints wall and CPU time (user + sys of the
 child), lines per second, and the exit status. ``--compare-off`` adds
 ``"compare": false`` (no comparison rows: the --value evaluation). ``--workers N`` sets
-``DPCALC_BATCH_WORKERS`` (1: one process, as before the workers; default: one per core). Goal
-(issue 13): 10,000 lines in <= 60 s; wall time is the headline.
+``DPCALC_BATCH_WORKERS`` (1: one process, as before the workers; default: one per core).
+``--checkout DIR`` runs ``python -m dpcalc batch`` from another checkout (e.g. ``git archive``
+of an earlier commit) for before/after numbers; on a machine whose timings drift, alternate
+the two runs. Goal (issue 13): 10,000 lines in <= 60 s; wall time is the headline.
 
 The CPU time includes the worker processes: ``dpcalc batch`` waits for (reaps) every worker
 before it exits, so their times are added to its children's times, and those to this
@@ -56,8 +58,10 @@ def main() -> None:
     parser.add_argument("--uniform", action="store_true",
                         help="σ and q uniform on their ranges (default: log-uniform)")
     parser.add_argument("--write", help="also keep the generated questions in this file")
+    parser.add_argument("--checkout", help="run python -m dpcalc from this checkout")
     args = parser.parse_args()
-    exe = str(Path(sys.executable).parent / "dpcalc")
+    exe = ([sys.executable, "-m", "dpcalc"] if args.checkout
+           else [str(Path(sys.executable).parent / "dpcalc")])
     text = "\n".join(questions(args.lines, args.seed, not args.compare_off, args.uniform)) + "\n"
     if args.write:
         Path(args.write).write_text(text)
@@ -70,7 +74,8 @@ def main() -> None:
     try:
         before = os.times()
         start = time.perf_counter()
-        proc = subprocess.run([exe, "batch", handle.name], capture_output=True, env=env)
+        proc = subprocess.run([*exe, "batch", handle.name], capture_output=True, env=env,
+                              cwd=args.checkout)
         wall = time.perf_counter() - start
         after = os.times()
     finally:
