@@ -132,3 +132,28 @@ def test_a_capped_finest_pass_followed_by_a_raised_one_composes_no_optimistic_si
     assert capped_finest and not any(False in p[1] for p in capped_finest)
     # the same bracket as when the capped pass composed them (its lower end was below)
     assert lower == pytest.approx(0.109703, rel=1e-4) and REF_EPS <= upper * (1 + 2e-4)
+
+
+def test_where_the_raised_pass_fails_the_capped_pass_gives_its_lower_end(monkeypatch):
+    """Review (helper-26): the capped finest pass leaves its optimistic sides to the raised
+    pass; where that pass fails (here injected), they are composed after all, as before the
+    raised pass existed, and the bracket stands on them."""
+    import dpcalc.pld.eps_search as es
+    from dpcalc.pld._core import _RHO_MIN, PLDUncertifiable
+
+    passes = []
+    real = es._compose_points
+
+    def failing_raise(*args, **kwargs):
+        plans, d = args[3], kwargs["directions"][0]
+        passes.append((args[2], kwargs["sides"], plans[d].len_max, d))
+        if plans[d].len_max == _N0_LEN_FAR:
+            raise PLDUncertifiable("injected")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(es, "_compose_points", failing_raise)
+    lower, upper = pld.epsilon_bounds(*CASE, LOG_DELTA)
+    failed = next(i for i, p in enumerate(passes) if p[2] == _N0_LEN_FAR)
+    d = passes[failed][3]
+    assert (_RHO_MIN, (False,), passes[failed - 1][2], d) in passes[failed + 1:]
+    assert 0.0 < lower <= upper < math.inf

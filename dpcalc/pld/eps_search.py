@@ -223,10 +223,10 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
     # a later direction (the add direction of DP-SGD) is first composed at _SCOUT times the
     # first resolution, pessimistic sides only (about 40 % of the cost on short vectors):
     # upper ends at most the first direction's lower ends prove it dominated (it changes
-    # neither end of the bracket), as its first pass would, in every one of 400 batch lines
-    # (uniform law; 17 of 200 log-uniform ones need that pass still).  The bracket is the
-    # same, bit for bit: 17.8 -> 16.1 ms a uniform batch line's PLD, 77.8 -> 73 log-uniform.
-    # Not in a solver's evaluation (see the docstring)
+    # neither end of the bracket), as its first pass would, in every one of 199 uniform
+    # batch lines (181 of 198 log-uniform ones; the others need that pass still).  The
+    # bracket is the same, bit for bit: 17.8 -> 16.1 ms a uniform batch line's PLD, 77.8
+    # -> 73 log-uniform.  Not in a solver's evaluation (see the docstring)
     for d in dirs:
         other = per_dir.get(dirs[0]) if d != dirs[0] else None
         best = [[0.0, math.inf] for _ in range(n)]
@@ -245,13 +245,14 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
         unsettled = bool(pending)   # the full bracket may have skipped this direction
         rho = _first_rho(tolerance)
         if other is not None and not for_solve and not pending and _SCOUT > 1.0:
-            scout = _scout(pair, steps_group, rho * _SCOUT, plans, log_eta, evaluate, d,
+            scout = _scout(pair, steps_group, rho * _SCOUT, plans, log_eta, log_delta, d,
                            fixed, other)
             if scout is not None:
                 for b, up in zip(best, scout, strict=True):
                     b[1] = min(b[1], up)
                 continue
         prev = math.inf
+        deferred = None      # a capped pass's optimistic sides, left to the raised pass
         for k in range(6):
             last = for_solve and (rho <= _RHO_MIN or k == 5)
             capped[0] = False
@@ -275,6 +276,7 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
             res = compose_pass(d, rho, plans, (True,) if pess_first else (True, False),
                                may_skip, before, other, gate)
             if res is None:
+                _recover(deferred, compose_pass, d, best)
                 break
             for b, (lo, up) in zip(best, res, strict=True):
                 b[0] = max(b[0], lo)
@@ -296,10 +298,13 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
                     comb = combined()
                     width = _width(comb)
                     last = all(stuck) or width <= tolerance
-                if not last and not (may_raise and _raise_len(
-                        plans[d], rho, k, capped[0], stuck, before, best, tolerance, room)):
+                if not last and may_raise and _raise_len(
+                        plans[d], rho, k, capped[0], stuck, before, best, tolerance, room):
+                    deferred = (rho, plans, may_skip, before, other, gate)
+                elif not last:
                     res = compose_pass(d, rho, plans, (False,), may_skip, before, other, gate)
                     if res is None:
+                        _recover(deferred, compose_pass, d, best)
                         break
                     for b, (lo, _) in zip(best, res, strict=True):
                         b[0] = max(b[0], lo)
@@ -339,10 +344,29 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
 _SCOUT = 3.0
 
 
-def _scout(pair, steps_group, rho, plans, log_eta, evaluate, d, fixed, other):
+def _recover(deferred, compose_pass, d, best) -> None:
+    """Where the raised pass fails, the capped pass's optimistic sides that it was to
+    replace are composed after all: their lower ends, as before the raised pass existed."""
+    if deferred is not None:
+        rho, plans, may_skip, before, other, gate = deferred
+        res = compose_pass(d, rho, plans, (False,), may_skip, before, other, gate)
+        for b, (lo, _) in zip(best, res or (), strict=False):
+            b[0] = max(b[0], lo)
+
+
+def _scout(pair, steps_group, rho, plans, log_eta, log_delta, d, fixed, other):
     """A later direction's pessimistic sides at the coarser resolution ρ: their upper ends
     when every one is at most the other direction's lower end (the direction is then
-    dominated and changes neither end of the bracket), else None."""
+    dominated and changes neither end of the bracket), else None.  Its upper ends are read
+    as _eps_group's evaluate reads them, without its records of the pass (stuck, room,
+    capped: a scout that proves nothing leaves the direction's passes as without it)."""
+    def evaluate(i, finals):
+        up = 0.0
+        for (_, pess), fin in finals.items():
+            if pess:
+                up = max(up, fin.epsilon(log_delta))
+        return 0.0, up
+
     # (its grid offset next to a hard edge unsearched: that search serves the optimistic
     # side's tightness, and a pessimistic bound that proves nothing leaves the pass)
     plans = {**plans, d: replace(plans[d], edge_search=False)}

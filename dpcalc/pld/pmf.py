@@ -16,7 +16,7 @@ import numpy as np
 
 from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.pld._core import _BUDGET, _NWIN_MAX, _norms
-from dpcalc.pld.fftconv import _SPLIT_THETAS, _conv_fft, _square_split  # noqa: F401
+from dpcalc.pld.fftconv import _conv_fft, _square_split  # noqa: F401 (re-exported)
 from dpcalc.pld.heavy import _heavy
 from dpcalc.pld.roundoff import _fft_gamma, _fft_len, _fft_roundoff_l2  # noqa: F401 (re-exported)
 

@@ -91,6 +91,8 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
 
     item indexes plan.var; h_fixed (a plan of several items) fixes the spacing up to powers
     of two, so that every item's grid is h_base·2^k."""
+    # (an unsearched edge offset, a scout's, would also turn the optimistic edge gate off)
+    assert plan.edge_search or False not in sides, "an optimistic side searches its offset"
     direction = _pd(pair, direction)
     lo, hi = pair.support(direction, log_eta)
     lam = plan.lam
