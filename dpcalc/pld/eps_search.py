@@ -41,6 +41,7 @@ from dpcalc.pld.compose import (
 )
 from dpcalc.pld.plan import _best_lambda, _Plan, tilt_retry
 from dpcalc.pld.pmf import _SPLIT_NOISE_FITTED, _SPLIT_NOISE_GUESSED
+from dpcalc.pld.sides import _EDGE_GATE_FINE
 
 # first-pass curves are read for their shape: tilts within this factor share a group
 _QUICK_SPREAD = 4.0
@@ -334,6 +335,8 @@ def _eps_group(pair, steps_group, log_delta, tolerance, fixed=(), quick=False,
             if all(b[0] > 0 for b in comb):
                 plans = _plans_eps(pair, steps_group, budget, tolerance,
                                    lower=[b[0] for b in comb], fixed=fixed)
+            # (a refinement's optimistic sides cut the edge's buckets at the lower gate)
+            plans = {**plans, d: replace(plans[d], edge_gate=_EDGE_GATE_FINE)}
     best = combined()
     for b in best:
         if not math.isfinite(b[1]):

@@ -436,6 +436,9 @@ class _Side:
     capped: bool = False  # its one-step lattice's length cap set a coarser h than asked
 
 
+_EDGE_GATE = 0.25        # (see dpcalc.pld.sides)
+
+
 @dataclass
 class _Plan:
     """Tilt and budgets of one direction for one group of step counts."""
@@ -452,6 +455,9 @@ class _Plan:
     # the grid offset next to a hard edge: searched (discretise._edge_offset) or, for a
     # scout's pessimistic bound (eps_search._scout), its first candidate
     edge_search: bool = True
+    # the optimistic side's gate for the edge's buckets (see sides; lower on a refinement's
+    # passes, sides._EDGE_GATE_FINE)
+    edge_gate: float = _EDGE_GATE
 
 
 def _grid_h(pair: DominatingPair, direction: str, var: float, lam: float, rho: float,

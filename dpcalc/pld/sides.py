@@ -24,14 +24,14 @@ from dpcalc.pld.discretise import (
     _log_tilted_below,
 )
 from dpcalc.pld.pair import DominatingPair
-from dpcalc.pld.plan import _grid_h, _level0, _pd, _Plan, _Side, _sorted_nodes
+from dpcalc.pld.plan import _EDGE_GATE, _grid_h, _level0, _pd, _Plan, _Side, _sorted_nodes
 from dpcalc.pld.pmf import _Dist, _Engine, _truncate
 
 _MIN_NORMAL = 2.0 ** -1022      # below it a double is subnormal (or 0)
 _SUBNORMAL_ERR = 2.0 ** -1073   # ≥ the rounding error of a result in the subnormal range
 
 _CLUMP_MASS = 0.5       # merge where this much P-mass lies within 2 cells of the edge
-_CLUMP_CELLS = 4        # buckets on the final grid next to the edge
+_CLUMP_CELLS = 4        # buckets on the clump's stride next to the edge
 # A clump next to the edge a few cells wide (less than _CLUMP_MASS within 2 cells, e.g. the
 # remove direction at q 1.23e-4, σ 0.73: a log-normal in L − log(1 − q) peaking within the
 # first cell) is no narrow clump, but the plain buckets lower its lowest bucket on every
@@ -42,26 +42,37 @@ _CLUMP_CELLS = 4        # buckets on the final grid next to the edge
 # the edge's buckets are cut as the narrow clump's, on stride _EDGE_STRIDE (the first
 # coarsening's grid; strides 1 and 4 were looser there): lower end 1.3380.  Only where the
 # plain buckets' lowering T·λ·(P-mean lowering per step, _edge_offset) is at least
-# _EDGE_GATE in log δ (elsewhere the extra build is not worth its time) and at least
+# _EDGE_GATE in log δ (plan.py: 0.25; elsewhere the extra build is not worth its time; but
+# see _EDGE_GATE_FINE) and at least
 # T·(λh)², the order of what the stride's wider buckets and every coarsening cost in log δ
 # (far in the tail, λh large: q 4.9e-4, σ 1.43, 1.5e6 steps at δ 1.4e-160, λh 0.0027, the
 # stride-2 buckets cost 2.9 in the one-step tilted mass for 1.9 saved at the first
 # coarsening).  A heuristic: either choice is sound (cuts and strides only choose which
 # losses are merged into which atom, and _bucket_level0 certifies every placement).
 _EDGE_STRIDE = 2
-_EDGE_GATE = 0.25
+# On a refinement's passes (eps_search: ρ below the first), whose optimistic sides exist
+# to narrow a bracket the first pass left wide, the gate is _EDGE_GATE_FINE: at q 4.23e-4,
+# σ 0.57, 368,795 steps the finer pass's smaller h makes the clump wide, with a lowering of
+# 0.094, and its plain buckets gave a lower end of 5.6827 for the first pass's 5.7014 (on
+# the narrow clump's stride, _drift_stride): the refinement stalled above the tolerance;
+# on the edge's buckets 5.7060, final.  At the first pass it stays _EDGE_GATE: at q
+# 0.0043, σ 1.1, 14,000 steps the build took the time from 39 to 56 ms for a lower end
+# 8e-6 higher.
+_EDGE_GATE_FINE = 0.05
+_DRIFT = 2.0            # the narrow clump's stride: (h/median)^_DRIFT (_drift_stride)
 
 
 def _clump_plan(pair: DominatingPair, direction: str, lam: float, h: float, stride: int,
-                log_eta_top: float | None, edge_loss=None, edge_cost: float = math.inf):
+                log_eta_top: float | None, edge_loss=None, edge_cost: float = math.inf,
+                gate: float = _EDGE_GATE):
     """(edge, number of further buckets, stride, narrow) of the optimistic side's clump next
     to a hard lower edge (discretise._clump_cuts), or None.  Heuristic (any choice is
     sound): a clump narrower than the grid (at least _CLUMP_MASS of the P-mass within 2h of
-    the edge, by the pair's quadrature; narrow = True) gets buckets on the final grid
-    (stride): the composed clump keeps its width in cells at every level (it widens like
-    √n, the cells like 2^{k/2}), so it is lowered at every coarsening.  A wider one gets
+    the edge, by the pair's quadrature; narrow = True) gets buckets on a coarser grid, at
+    most the final one (stride; see _drift_stride), so that the composed clump is not
+    lowered at every coarsening.  A wider one gets
     buckets on stride min(stride, _EDGE_STRIDE) where edge_loss() (the plain buckets'
-    lowering in log δ, called only then) is at least max(_EDGE_GATE, edge_cost)."""
+    lowering in log δ, called only then) is at least max(gate, edge_cost)."""
     edge, top = pair.loss_bounds(direction)
     if not math.isfinite(edge) or math.isfinite(top) or stride < 2:
         return None            # (two edges: the grid is aligned with both, see _make_sides)
@@ -73,15 +84,42 @@ def _clump_plan(pair: DominatingPair, direction: str, lam: float, h: float, stri
     if not near >= _CLUMP_MASS:
         # a clump a few cells wide: buckets on the first coarsening's grid, where the
         # plain buckets would lower the edge's mass enough to matter (see _EDGE_GATE)
-        if _EDGE_STRIDE > 1 and edge_loss is not None and _edge_pays(edge_loss(), edge_cost):
+        if _EDGE_STRIDE > 1 and edge_loss is not None and _edge_pays(edge_loss(), edge_cost, gate):
             return edge, _CLUMP_CELLS, min(stride, _EDGE_STRIDE), False
         return None
-    return edge, _CLUMP_CELLS, stride, True
+    cw = np.cumsum(w0)
+    median = float(loss[min(loss.size - 1, int(np.searchsorted(cw, 0.5 * cw[-1])))]) - edge
+    return edge, _CLUMP_CELLS, _drift_stride(stride, h, median), True
 
 
-def _edge_pays(loss: float, cost: float) -> bool:
+def _drift_stride(stride: int, h: float, median: float) -> int:
+    """The narrow clump's stride, in cells of h: the power of two at least (h/median)^_DRIFT
+    (median: the clump's P-median distance from the edge), at least 2 and at most the
+    final grid's (``stride``).
+
+    On the final grid's stride, bucket 0 can be far wider than the clump (q 4.23e-4, σ 0.57:
+    128 cells, ~17q, holding ~99 % of the tilted mass as one atom at every step), and the
+    first pass's lower end came out 2–22 % low at δ 1e-5 (5.189 for an upper end 5.711
+    there; brackets up to 7.5 % wide after refining, at q 1.14e-4, σ 0.583, 789,474 steps).
+    A narrower stride lowers the composed clump at the coarsenings beyond it instead; that
+    costs little once the clump has drifted off the edge (its distance from the composed
+    edge grows like n·median, its cells like √n·h: after about (h/median)² steps).  The
+    best strides measured (first-pass lower ends, h/median: best) grow about so:
+    0.54: 2, 0.70: 2, 1.13: 4, 1.81: 4, 8.6: 16, 10.9: ≥ 64, 12.5: ≥ 32 (δ e^-215),
+    17.5: 256 (q 1e-6, σ 0.6, 10⁷ steps: 0 below it), 20: ≥ 32.  (h/median)² picks the
+    best or the next power of two below it where that is small (5.701 at q 4.23e-4), and
+    the final grid's stride where the best is large; at 8.6 (q 5e-5, σ 0.5) it keeps the
+    final grid's 128, as before (2.084 for the best 2.176).  Heuristic: any stride is
+    sound (it only chooses which losses merge into which atom; _clump_level0 certifies
+    each)."""
+    if not median > 0.0:
+        return stride
+    return min(stride, max(_EDGE_STRIDE, 1 << max(0, math.ceil(_DRIFT * math.log2(h / median)))))
+
+
+def _edge_pays(loss: float, cost: float, gate: float) -> bool:
     """Whether the plain buckets' lowering at the edge (log δ) calls for the edge buckets."""
-    return loss >= max(_EDGE_GATE, cost)
+    return loss >= max(gate, cost)
 
 
 def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
@@ -141,7 +179,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
 
     if False in sides:
         cp = _clump_plan(pair, direction, lam, h, clump_stride(h), plan.log_eta_top,
-                         lambda: edge_loss(h), edge_cost(h))
+                         lambda: edge_loss(h), edge_cost(h), plan.edge_gate)
         hh = h
         for _ in range(2):
             cc = _clump_cuts(pair, direction, hh, cp[2], *cp[:2]) if cp is not None else None
@@ -161,7 +199,7 @@ def _make_sides(pair: DominatingPair, direction: str, plan: _Plan, rho: float,
                 # certifies every atom as for any grid
                 hh = g[0]
                 cs = clump_stride(hh)
-                keep = cs >= 2 and _edge_pays(edge_loss(hh), edge_cost(hh))
+                keep = cs >= 2 and _edge_pays(edge_loss(hh), edge_cost(hh), plan.edge_gate)
                 cp = (cp[0], cp[1], min(cs, _EDGE_STRIDE), False) if keep else None
                 continue
             got = (_clump_level0(pair, direction, g[5], g[4], g[7], cc[0], hh, cp[2], cc[1])
