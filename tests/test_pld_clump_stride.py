@@ -34,6 +34,9 @@ def test_the_stride_is_the_power_of_two_above_the_squared_ratio(ratio, final, wa
 
 def test_no_median_keeps_the_final_grid():
     assert sides._drift_stride(64, 1e-4, 0.0) == 64
+    # (review, helper-28: a subnormal median overflowed 1 << k)
+    assert sides._drift_stride(64, 1e-3, 1e-320) == 64
+    assert sides._drift_stride(64, 1e-3, math.inf) == 64
 
 
 def _first_remove_pass(monkeypatch, *args):
@@ -82,3 +85,10 @@ def test_the_first_pass_keeps_the_higher_gate(monkeypatch):
     monkeypatch.setattr(compose, "_make_sides", spy)
     pld.epsilon_bounds(4.23e-4, 0.57, 368_795, LOG_DELTA)
     assert gates[0] == sides._EDGE_GATE and sides._EDGE_GATE_FINE in gates
+
+
+def test_a_refinement_cuts_the_edge_buckets_whatever_the_estimated_lowering():
+    # q 5.93e-4, σ 0.657, 25,296 steps: 2.6e-3 wide at the gate 0.05 (its estimate of the
+    # plain buckets' lowering was below it), 7.9e-4 at 0; the same upper end
+    lower, upper = pld.epsilon_bounds(5.93e-4, 0.657, 25_296, LOG_DELTA)
+    assert (upper - lower) / upper <= 1e-3 and upper <= 1.378167

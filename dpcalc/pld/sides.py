@@ -55,10 +55,14 @@ _EDGE_STRIDE = 2
 # σ 0.57, 368,795 steps the finer pass's smaller h makes the clump wide, with a lowering of
 # 0.094, and its plain buckets gave a lower end of 5.6827 for the first pass's 5.7014 (on
 # the narrow clump's stride, _drift_stride): the refinement stalled above the tolerance;
-# on the edge's buckets 5.7060, final.  At the first pass it stays _EDGE_GATE: at q
-# 0.0043, σ 1.1, 14,000 steps the build took the time from 39 to 56 ms for a lower end
-# 8e-6 higher.
-_EDGE_GATE_FINE = 0.05
+# on the edge's buckets 5.7060, final.  0, as the lowering's estimate can be far below the
+# loss (helper-28: q 2.4e-5, σ 0.637, 11,144 steps, where the clump's near mass is 0.499:
+# 8.9e-4 estimated, and the bracket stayed 11.8 % wide; 0.48 % with the edge's buckets;
+# q 5.93e-4, σ 0.657, 25,296 steps: 2.6e-3 -> 7.9e-4 wide, 0.40 -> 0.30 s), and the edge's
+# buckets cost little beside a refinement's compositions (the edge_cost term stays).  At
+# the first pass it stays _EDGE_GATE: at q 0.0043, σ 1.1, 14,000 steps the build took the
+# time from 39 to 56 ms for a lower end 8e-6 higher.
+_EDGE_GATE_FINE = 0.0
 _DRIFT = 2.0            # the narrow clump's stride: (h/median)^_DRIFT (_drift_stride)
 
 
@@ -112,8 +116,8 @@ def _drift_stride(stride: int, h: float, median: float) -> int:
     final grid's 128, as before (2.084 for the best 2.176).  Heuristic: any stride is
     sound (it only chooses which losses merge into which atom; _clump_level0 certifies
     each)."""
-    if not median > 0.0:
-        return stride
+    if not (median > 0.0 and 0.0 < h / median < 2.0 ** 30):
+        return stride         # (no median, or a ratio whose square is not a usable power)
     return min(stride, max(_EDGE_STRIDE, 1 << max(0, math.ceil(_DRIFT * math.log2(h / median)))))
 
 
