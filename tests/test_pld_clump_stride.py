@@ -92,3 +92,10 @@ def test_a_refinement_cuts_the_edge_buckets_whatever_the_estimated_lowering():
     # plain buckets' lowering was below it), 7.9e-4 at 0; the same upper end
     lower, upper = pld.epsilon_bounds(5.93e-4, 0.657, 25_296, LOG_DELTA)
     assert (upper - lower) / upper <= 1e-3 and upper <= 1.378167
+
+
+def test_a_refined_delta_pass_cuts_the_edge_buckets_too():
+    # the δ search's refinements take the same gate as the ε search's (q 5.93e-4, σ 0.657,
+    # 25,296 steps at ε 1.3782: δ's bracket 1.08 % wide -> 0.36 %, the same upper end)
+    lo, up = pld.log_delta_bounds(5.93e-4, 0.657, 25_296, 1.3782)
+    assert -math.expm1(lo - up) <= 5e-3 and up <= -11.514018

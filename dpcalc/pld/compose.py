@@ -32,7 +32,7 @@ from dpcalc.pld._core import (
 from dpcalc.pld.evaluate import _Final
 from dpcalc.pld.plan import _best_lambda, _cgf, _grid_h, _pd, _Plan
 from dpcalc.pld.pmf import _SPLIT_NOISE_FITTED, _Dist, _Engine
-from dpcalc.pld.sides import _make_sides
+from dpcalc.pld.sides import _EDGE_GATE_FINE, _make_sides
 
 
 def _directions(pairs) -> list[str]:
@@ -521,8 +521,10 @@ def _delta_passes(pair, steps, epsilon, tolerance, rho, next_rho, decide=None, f
         if later:
             # the first pass missed the tolerance: the squarings' split gate takes its fitted
             # factor (pmf._noisy), as a refined ε pass does (q 1e-4, σ 0.8, 10^5 steps at
-            # ε(1e-10): δ's upper end +2.7 % -> +0.6 % above the reference)
-            plans = {d: replace(p, split_noise=_SPLIT_NOISE_FITTED) for d, p in plans.items()}
+            # ε(1e-10): δ's upper end +2.7 % -> +0.6 % above the reference), and so does the
+            # edge buckets' gate (sides._EDGE_GATE_FINE: its lower ends, as a refined ε pass)
+            plans = {d: replace(p, split_noise=_SPLIT_NOISE_FITTED, edge_gate=_EDGE_GATE_FINE)
+                     for d, p in plans.items()}
         if ch < _FAR_LOG_DELTA:
             plans = {d: replace(p, nwin=_NWIN_FAR) for d, p in plans.items()}
         log_eta = _log_eta(est, tolerance, steps + _n_fixed(fixed))

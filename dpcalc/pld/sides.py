@@ -74,9 +74,9 @@ def _clump_plan(pair: DominatingPair, direction: str, lam: float, h: float, stri
     sound): a clump narrower than the grid (at least _CLUMP_MASS of the P-mass within 2h of
     the edge, by the pair's quadrature; narrow = True) gets buckets on a coarser grid, at
     most the final one (stride; see _drift_stride), so that the composed clump is not
-    lowered at every coarsening.  A wider one gets
-    buckets on stride min(stride, _EDGE_STRIDE) where edge_loss() (the plain buckets'
-    lowering in log δ, called only then) is at least max(gate, edge_cost)."""
+    lowered at every coarsening.  A wider one gets buckets on stride min(stride,
+    _EDGE_STRIDE) where edge_loss() (the plain buckets' lowering in log δ, called only then)
+    is at least max(gate, edge_cost)."""
     edge, top = pair.loss_bounds(direction)
     if not math.isfinite(edge) or math.isfinite(top) or stride < 2:
         return None            # (two edges: the grid is aligned with both, see _make_sides)
