@@ -77,6 +77,60 @@ def test_where_the_first_pass_was_final_nearby_the_cheap_bound_settles(monkeypat
     assert not acc.settles(0.00099, 1.0, 100, 1.0, -10.0, 1e-5)   # (outside the window)
 
 
+def _fake_bracket(monkeypatch, width: float):
+    """An Accountant("pld") whose cheap and full bounds are 1000 q, the full bracket
+    ``width`` (relative) wide; counts the full evaluations."""
+    calls = {"full": 0}
+
+    def evaluate(name, question, q, sigma, steps, x, tolerance):
+        calls["full"] += 1
+        return 1000.0 * q, (1000.0 * q * (1 - width), 1000.0 * q), ""
+
+    monkeypatch.setattr(accountants, "evaluate_upper", lambda n, q, *a, **k: 1000.0 * q)
+    monkeypatch.setattr(accountants, "evaluate", evaluate)
+    return Accountant("pld", 1e-3), calls
+
+
+def test_a_neighbour_of_a_surely_final_first_pass_fails_on_its_cheap_bound(monkeypatch):
+    # random case 116 of benchmarks/bench_dpsgd_random.py: a σ probe just above the target
+    # (cheap 13.350088 for 13.35) was evaluated in full, only to confirm the fail (0.33 s)
+    acc, calls = _fake_bracket(monkeypatch, 1e-5)
+    acc.full_bound(0.00099, 1.0, 100, -10.0)      # first pass final, bracket 1e-5 wide
+    assert acc._first_pass_sure and calls["full"] == 1
+    assert not acc.holds(0.00100001, 1.0, 100, 1.0, -10.0)
+    assert calls["full"] == 1                     # decided on the cheap bound
+    assert acc.holds(0.000999, 1.0, 100, 1.0, -10.0) and calls["full"] == 1
+
+
+def test_a_first_pass_final_near_the_tolerance_is_not_sure(monkeypatch):
+    # a first pass final with a bracket 0.9 tolerances wide: a neighbour may refine (and
+    # pass), so its full evaluation decides
+    acc, calls = _fake_bracket(monkeypatch, 9e-4)
+    acc.full_bound(0.00099, 1.0, 100, -10.0)
+    assert acc._first_pass_final and not acc._first_pass_sure
+    assert not acc.holds(0.00100001, 1.0, 100, 1.0, -10.0) and calls["full"] == 2
+
+
+def test_random_case_116_sigma_solve_is_unchanged_by_the_cheap_fail(monkeypatch):
+    fulls = []
+    real = accountants.evaluate
+
+    def counted(name, question, *args):
+        if name == "pld":
+            fulls.append(args[1])
+        return real(name, question, *args)
+
+    monkeypatch.setattr(accountants, "evaluate", counted)
+    r = dpsgd(q=1.302e-06, steps=3755, epsilon=13.35, delta=4.388e-234, compare=False)
+    log_delta = math.log(4.388e-234)
+    assert len(fulls) == 1                        # was 2: the second only confirmed a fail
+    _, up = pld.epsilon_bounds(1.302e-06, r.value, 3755, log_delta, 1e-3)
+    assert up <= 13.35
+    # the bound's root lies within the solve's accuracy below (σ: 2e-5 in ε, |d log ε / d
+    # log σ| ≥ 1): a σ 2e-5 lower fails
+    assert pld.epsilon_bounds(1.302e-06, r.value * (1 - 2e-5), 3755, log_delta, 1e-3)[1] > 13.35
+
+
 def test_a_full_bound_read_again_learns_nothing_without_its_cheap_one(monkeypatch):
     acc, calls = _fake_pld(monkeypatch, lambda q: 1000.0 * q * 1.01, lambda q: 1000.0 * q)
     acc.epsilon(0.002, 1.0, 100, -10.0)           # a full evaluation, no cheap bound

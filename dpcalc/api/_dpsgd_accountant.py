@@ -37,6 +37,9 @@ class shared_accounting:  # noqa: N801 - used as a context manager, reads like a
         _SHARED = self._outer
 
 
+#: A full evaluation whose first pass was final with a bracket at most this share of the
+#: tolerance wide: its neighbours' first passes are taken as final too (Accountant.holds)
+_SURE_WIDTH = 0.25
 _LEARN_LOG_DELTA = -50.0   # below: bound_for learns the refinement just below the target too
 
 
@@ -54,6 +57,9 @@ class Accountant:
         # whether the last full evaluation (full_bound, holds) gave the cheap bound unchanged
         # (the first pass met the tolerance): the secant then aims with the cheap bound alone
         self._first_pass_final = False
+        # ... and its bracket lay within _SURE_WIDTH of the tolerance: a neighbour's cheap
+        # bound then decides a fail too (holds)
+        self._first_pass_sure = False
         # log(full / cheap) at the last point where bound_for computed both (see aimed)
         self._refined: float | None = None
         # set by a solve (σ, q, steps): a full evaluation only needs its upper end, which
@@ -139,7 +145,7 @@ class Accountant:
         cheap = self._upper.get(key) if key in self._seen else self.upper(*key)
         value = self.epsilon(q, sigma, steps, log_delta)[0]
         if cheap is not None:
-            self._first_pass_final = value == cheap
+            self._learn_final(key, value == cheap)
             if 0.0 < value < math.inf and 0.0 < cheap < math.inf:
                 self._refined = math.log(value) - math.log(cheap)
         return value
@@ -310,8 +316,23 @@ class Accountant:
                 # evaluation's upper end bit for bit: it decides a fail too (without the
                 # lower end, certified in mpmath: 49 ms of a q solve's first probe); its
                 # first pass is final, as that evaluation would have found
-                self._first_pass_final = True
+                self._first_pass_final, self._first_pass_sure = True, False
+                return False
+            if quick is not None and quick > epsilon and self._first_pass_sure:
+                # the last full evaluation's first pass was final with room to spare: so is
+                # this neighbour's, whose full bound would be the cheap one (random case 116
+                # of benchmarks/bench_dpsgd_random.py: its optimistic pass, 0.33 s, only
+                # confirmed a fail); a fail decided so only costs tightness, never soundness
                 return False
         value = self.epsilon(q, sigma, steps, log_delta)[0]
-        self._first_pass_final = self.name == "pld" and value == self._upper.get(key)
+        self._learn_final(key, self.name == "pld" and value == self._upper.get(key))
         return value <= epsilon
+
+    def _learn_final(self, key: tuple, final: bool) -> None:
+        """Record whether the full evaluation at ``key`` found its first pass final, and
+        whether with a bracket narrow enough (_SURE_WIDTH of the tolerance) that a neighbour's
+        first pass is final as surely."""
+        self._first_pass_final = final
+        lo, up = self._seen[key][1] or (0.0, math.inf)
+        self._first_pass_sure = (final and self.name == "pld" and 0.0 < up < math.inf
+                                 and up - lo <= _SURE_WIDTH * self.tolerance * up)
