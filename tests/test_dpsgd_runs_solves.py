@@ -478,3 +478,29 @@ def test_a_batch_size_solve_starts_from_the_rate_secant(full_brackets, given):
     back = dpcalc.dpsgd(**{k: v for k, v in kw.items() if k != "epsilon"}, batch_size=b,
                         compare=False)
     assert back.value <= 3
+
+
+@pytest.mark.parametrize("width, fulls", [(1e-5, 1), (9e-4, 2)])
+def test_a_fail_next_to_a_surely_final_first_pass_is_decided_by_the_cheap_bound(width, fulls):
+    # the other schemes' accountant takes the default run's rule (first_pass_sure): where
+    # the full bracket next to a probe found its first pass final with room to spare, the
+    # probe's cheap bound decides its fail; near the tolerance the full bracket still does
+    from dpcalc.api._runs_pld import _Pld
+    from dpcalc.api.dpsgd_runs import scheme_of
+
+    acc = _Pld(scheme_of("fixed-batch", None, None), 1e-3)
+    asked = []
+
+    def engine(name, q, sigma, steps, arg, **kw):
+        asked.append(name)
+        return 1000.0 * q if name == "epsilon_upper" else (1000.0 * q * (1 - width),
+                                                           1000.0 * q)
+
+    acc._engine = engine
+    acc.upper(0.00099, 1.0, 100, -10.0)
+    acc.epsilon(0.00099, 1.0, 100, -10.0)             # the first pass final (cheap = full)
+    assert acc._first_pass_final and asked.count("epsilon_bounds") == 1
+    assert not acc.holds(0.00100001, 1.0, 100, 1.0, -10.0)
+    assert asked.count("epsilon_bounds") == fulls
+    assert acc.holds(0.000999, 1.0, 100, 1.0, -10.0)  # a pass: the cheap bound, as before
+    assert asked.count("epsilon_bounds") == fulls

@@ -40,6 +40,15 @@ class shared_accounting:  # noqa: N801 - used as a context manager, reads like a
 #: A full evaluation whose first pass was final with a bracket at most this share of the
 #: tolerance wide: its neighbours' first passes are taken as final too (Accountant.holds)
 _SURE_WIDTH = 0.25
+
+
+def first_pass_sure(final: bool, bounds, tolerance: float) -> bool:
+    """Whether a full evaluation that found its first pass final (``final``) did so with a
+    certified bracket ``bounds`` (lower, upper) at most _SURE_WIDTH of the tolerance wide:
+    a neighbour's first pass is then final as surely, and its cheap bound decides a fail
+    too (the solves' ``holds``: a fail decided so only costs tightness, never soundness)."""
+    lo, up = bounds or (0.0, math.inf)
+    return final and 0.0 < up < math.inf and up - lo <= _SURE_WIDTH * tolerance * up
 _LEARN_LOG_DELTA = -50.0   # below: bound_for learns the refinement just below the target too
 
 
@@ -288,7 +297,8 @@ class Accountant:
         upper bound is at most the cheap one) does, so the answer is the full evaluation's.
         A likely fail (``_likely_fails``) goes to the full evaluation at once, unless the
         last full one (next to it) changed nothing (``_first_pass_final``): the cheap bound
-        then decides a fail too (issue 13's MNIST σ: its last probe 0.08 -> 0.035 s); an
+        then decides a fail too (issue 13's MNIST σ: its last probe 0.08 -> 0.035 s), as it
+        does any fail where that full one's bracket had room to spare (first_pass_sure); an
         answer is still always a point whose own bound passed."""
         sigma = self._evaluated_sigma(sigma)
         key = (q, sigma, steps, log_delta)
@@ -333,6 +343,5 @@ class Accountant:
         whether with a bracket narrow enough (_SURE_WIDTH of the tolerance) that a neighbour's
         first pass is final as surely."""
         self._first_pass_final = final
-        lo, up = self._seen[key][1] or (0.0, math.inf)
-        self._first_pass_sure = (final and self.name == "pld" and 0.0 < up < math.inf
-                                 and up - lo <= _SURE_WIDTH * self.tolerance * up)
+        self._first_pass_sure = self.name == "pld" and first_pass_sure(
+            final, self._seen[key][1], self.tolerance)

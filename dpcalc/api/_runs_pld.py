@@ -8,6 +8,7 @@ import math
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from dpcalc.api._dpsgd_accountant import first_pass_sure
 from dpcalc.errors import InfeasibleError
 from dpcalc.numeric.directed import UNIT_ROUNDOFF
 
@@ -52,8 +53,10 @@ class _Pld:
         self.for_solve = False
         self._cheap: dict = {}           # the cheap upper bound of points, where finite
         # whether the last full bracket's upper end was its point's cheap bound (the first
-        # pass final): a likely fail is then decided by the cheap bound (holds)
+        # pass final): a likely fail is then decided by the cheap bound (holds); and whether
+        # with room to spare (first_pass_sure): then any fail is
         self._first_pass_final = False
+        self._first_pass_sure = False
 
     @contextmanager
     def solving(self):
@@ -243,6 +246,8 @@ class _Pld:
                 lo, up = 0.0, self._upper_only(q, sigma, steps, log_delta)
             self._seen[key] = (up, (lo, up))
             self._first_pass_final = up == self._cheap.get(key)
+            self._first_pass_sure = first_pass_sure(self._first_pass_final, (lo, up),
+                                                    self.tol)
         return self._seen[key]
 
     def _upper_only(self, q, sigma, steps, log_delta) -> float:
@@ -309,10 +314,11 @@ class _Pld:
                 quick = math.inf
             if quick <= epsilon:
                 return True
-            if likely:
-                # the full bracket next to it changed nothing: the cheap bound decides the
-                # fail too (as the default run's Accountant.holds; a fail is never unsafe:
-                # an answer is always a point whose own bound passed)
+            if likely or self._first_pass_sure:
+                # the full bracket next to it changed nothing (with room to spare, for a
+                # fail that is not likely): the cheap bound decides the fail too (as the
+                # default run's Accountant.holds; a fail is never unsafe: an answer is
+                # always a point whose own bound passed)
                 return False
         return self._certified(q, sigma, steps, epsilon, log_delta)
 
