@@ -158,3 +158,20 @@ def test_where_the_raised_pass_fails_the_capped_pass_gives_its_lower_end(monkeyp
     d = passes[failed][3]
     assert (_RHO_MIN, (False,), passes[failed - 1][2], d) in passes[failed + 1:]
     assert 0.0 < lower <= upper < math.inf
+
+
+@pytest.mark.parametrize("q", [1e-100, 1e-200])
+def test_a_grid_whose_indices_leave_the_integer_range_is_uncertifiable(q):
+    # q 1e-100: losses ~1e-13 on a one-step grid of ~5e-100, indices ~2e86 (the lattice's
+    # arrays are int64): the engine says it cannot certify (its callers fall back), where
+    # it raised IndexError from numpy
+    from dpcalc.api.dpsgd import dpsgd
+    from dpcalc.pld import PLDUncertifiable
+
+    with pytest.raises(PLDUncertifiable):
+        pld.epsilon_bounds(q, 0.5, 100, math.log(1e-5), 1e-3)
+    with pytest.raises(PLDUncertifiable):
+        pld.epsilon_bounds(q, 0.5, 10**6, math.log(1e-200), 1e-3)
+    # the dpsgd command answers there (below the PLD's rate floor, by its fallback)
+    r = dpsgd(q=q, sigma=0.5, steps=10**6, delta=1e-200, compare=False)
+    assert 0.0 <= r.value < math.inf

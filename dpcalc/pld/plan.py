@@ -339,6 +339,9 @@ def _tier_positions(j_lo: int, j_hi: int, h: float, lower, upper,
     return np.flatnonzero(keep) + j_lo
 
 
+_INDEX_MAX = 2 ** 62   # the largest grid index _level0 places (int64 arrays, with room)
+
+
 def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float,
             lams, max_stride=lambda h: math.inf, deep: float = 1e-30,
             log_eta_top: float | None = None, offset: float = 0.0, full: bool = True,
@@ -368,6 +371,10 @@ def _level0(pair: DominatingPair, direction: str, h: float, lo: float, hi: float
     for _ in range(40):
         j_lo = math.floor((lo - offset) / h) - 1
         j_hi = math.ceil((hi - offset) / h) + 1
+        if max(abs(j_lo), abs(j_hi)) > _INDEX_MAX:
+            # losses ~1e-13 on a grid of 5.5e-100 (q 1e-100: indices ~2e86, beyond the
+            # int64 arrays the lattice is built in); the callers fall back below q 1e-12
+            raise PLDUncertifiable("the one-step grid's indices leave the integer range")
         if j_hi - j_lo + 1 > len_max:
             h *= 2.0 if fixed_h else 1.05 * (j_hi - j_lo + 1) / len_max   # still sound
             if capped is not None and not capped:
