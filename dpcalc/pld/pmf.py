@@ -77,6 +77,7 @@ def _dist_norms(d: _Dist) -> tuple[float, float, bool]:
 _LATE_SHARE = 1.0 / 256
 _LATE_LAMH = 0.1          # and while λ·h stays at most this
 _SPLIT_TAILS = True      # one-step vectors with a long light tail: two grids (pld.split)
+_LIGHT = True            # a spiky square's light part on a coarser grid (pld.light)
 _SPLIT_MIN = 4096        # shorter outputs: the plain FFT (the split would not pay)
 # split_noise of a plan (see _noisy): with τ from a guessed Γ/δ (at 1000 the split runs on
 # 0.7 % of the convolutions of 200 random DP-SGD questions at δ = 1e-5, where it moved ε by
@@ -106,7 +107,7 @@ def _noisy(a: _Dist, nout: int, budget: float, n1: float | None = None,
 
 
 def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
-          heavy_min: int = 0) -> _Dist:
+          heavy_min: int = 0, light=None) -> _Dist:
     """Convolution with propagated ℓ1 / ℓ∞ error bounds; negatives clipped (never worse).
 
     Direct for short vectors.  Otherwise by FFT; when a few entries carry most of the mass
@@ -121,6 +122,8 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
     2.8e-11 per squaring where the shifted copies cost 2.9e-14, made the ℓ1 error term the
     upper end at q 7.7e-5, σ 1.15, 383 steps, δ 6.3e-14 (ε 0.0442 for [0.0343, 0.0347]).
     Gating it on the budget (as the split) missed that case: τ's guess of Γ/δ was off.
+    ``light`` (a pessimistic engine's squares): may compute the light part's square on a
+    coarser grid (pld.light; None where it does not pay).
     """
     assert a.s == b.s
     la, lb = a.t.size, b.t.size
@@ -133,6 +136,7 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
     sa = n1a if pos_a else None
     sb = n1b if pos_b else None
     same = b is a
+    off = 0        # where a.lo + b.lo sits in out (pld.light may widen it below)
     if min(la, lb) <= direct_max:
         out = np.convolve(a.t, b.t)
         m = min(la, lb)
@@ -162,8 +166,26 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
                 if not same:
                     bL[hb] = 0.0
                 hb_idx = hb
-            sp = _square_split(aL) if split and hb is not None else None
-            out, r1, rinf = sp if sp is not None else _conv_fft(aL, bL, same and hb is not None)
+            lt = None
+            if light is not None and same and hb is not None:
+                n1l = float(aL.sum())
+                lt = light(_Dist(a.lo, a.s, aL, a.logscale, a.e1, a.einf), nout,
+                           2 * a.lo, n1l / n1a if n1a > 0 else 1.0)
+            if lt is not None:
+                # C(L)*C(L) on the fine grid (pld.light), the output widened to hold it;
+                # its bound, and the input error of the L*L it stands in for (a*a − L*L)
+                vals, first, r1, norm = lt
+                off = max(0, -first)
+                out = np.zeros(max(nout, first + vals.size) + off)
+                out[first + off:first + off + vals.size] = vals
+                # (the input error below, a.e1·n1 twice and a.e1², covers a*a; C's map
+                # norm g ≥ 1 on the light factors adds (g² − 1) of their share)
+                r1 += (norm * norm - 1.0) * (2.0 * n1l * a.e1 + a.e1 * a.e1)
+                rinf = r1
+            else:
+                sp = _square_split(aL) if split and hb is not None else None
+                out, r1, rinf = (sp if sp is not None
+                                 else _conv_fft(aL, bL, same and hb is not None))
             # the shifted copies through one buffer each (a fresh product per copy was
             # most of _conv's own time on long vectors)
             tmp = np.empty(lb)
@@ -172,7 +194,7 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
                 # light entries doubled, exactly: one set of copies (a product each)
                 both = np.add(a.t, aL)
                 for j in ha:
-                    out[j:j + lb] += np.multiply(a.t[j], both, out=tmp)
+                    out[off + j:off + j + lb] += np.multiply(a.t[j], both, out=tmp)
                 m = ha.size + 2
             else:
                 for j in ha:
@@ -190,7 +212,7 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
             + min(a.einf * b.e1, a.e1 * b.einf) + rinf)
     # exact values are ≥ 0: clipping moves towards them (in place: out is this call's own)
     out = np.maximum(out, 0.0, out=out)
-    d = _Dist(a.lo + b.lo, a.s, out, a.logscale + b.logscale, e1 * (1 + 8 * _U),
+    d = _Dist(a.lo + b.lo - off, a.s, out, a.logscale + b.logscale, e1 * (1 + 8 * _U),
               einf * (1 + 8 * _U), r1)
     return _normalise(d, own=True, clipped=True)
 
@@ -257,6 +279,13 @@ def _truncate(d: _Dist, tau: float, pess: bool) -> _Dist:
     return out
 
 
+def _ctd_factors(h: float, lam: float) -> tuple[float, float]:
+    """(cu, cd): the tilted factors of an odd atom's shares going up and down a level
+    (_coarsen_pess); its map's ℓ1 norm is max(1, cu + cd)."""
+    w_up = 1.0 / (1.0 + math.exp(-h))
+    return w_up * math.exp(lam * h), (1.0 - w_up) * math.exp(-lam * h)
+
+
 def _coarsen_pess(d: _Dist, h: float, lam: float) -> _Dist:
     """Connect-the-dots from grid h to 2h [DGKKM22]: an atom at an odd point (2i+1)h is split
     between 2ih (P-mass fraction 1/(1+e^h)) and (2i+2)h (fraction 1/(1+e^{−h})), which keeps
@@ -266,9 +295,7 @@ def _coarsen_pess(d: _Dist, h: float, lam: float) -> _Dist:
     pad = d.lo % 2          # the fine vector from an even point (a zero in front), odd length
     lo = d.lo - pad
     odd = t[1 - pad::2]
-    w_up = 1.0 / (1.0 + math.exp(-h))
-    cu = w_up * math.exp(lam * h)
-    cd = (1.0 - w_up) * math.exp(-lam * h)
+    cu, cd = _ctd_factors(h, lam)
     # the even points copied once into the output (no padded copy of t) and the odd ones'
     # shares through one buffer: 21.3 -> 19.2 µs a call over 2,665 of 80 batch lines'
     out = np.zeros(odd.size + 1)
@@ -488,13 +515,32 @@ class _Engine:
                     sq = self._coarsen(sq)
                 self.powers.append(sq)
                 continue
-            sq = _conv(p, p, self.tau * self.split_noise / mult)
+            sq = _conv(p, p, self.tau * self.split_noise / mult, light=self._light(mult, p.s))
             sq = _truncate(sq, self.tau / mult, self.pess)
             sq = self.to_grid(sq, min(kk // 2, max(self.s_max, sq.s, self._late_level(kk))))
             while sq.t.size > self.nwin // 2:
                 sq = self._coarsen(sq)       # too long: a coarser grid is still sound
             self.powers.append(sq)
         return self.powers[k]
+
+    def _light(self, mult: int, s: int):
+        """For a pessimistic engine's square at level s with ``mult`` copies in the run: the
+        light part's square on a coarser grid where that pays (pld.light), else None."""
+        if not self.pess or not _LIGHT:
+            return None
+        from dpcalc.pld.light import light_square, plan_su
+
+        share = mult * 4.0 ** s / max(1, self.t_max)
+
+        def run(part: _Dist, nout: int, out_lo: int, light_share: float):
+            su = plan_su(part.t.size, light_share, share, self.s_max - s)
+            if not su:
+                return None
+            norm = math.prod(max(1.0, sum(_ctd_factors(self.h0 * 2.0 ** k, self.lam)))
+                             for k in range(s, s + su))
+            return light_square(part, su, self._coarsen, out_lo, norm)
+
+        return run
 
     def compose(self, n: int, mult: int = 1) -> _Dist:
         """base^{*n} (n ≥ 1) as a product of cached powers."""
