@@ -49,6 +49,8 @@ def first_pass_sure(final: bool, bounds, tolerance: float) -> bool:
     too (the solves' ``holds``: a fail decided so only costs tightness, never soundness)."""
     lo, up = bounds or (0.0, math.inf)
     return final and 0.0 < up < math.inf and up - lo <= _SURE_WIDTH * tolerance * up
+
+
 _LEARN_LOG_DELTA = -50.0   # below: bound_for learns the refinement just below the target too
 
 

@@ -13,7 +13,7 @@ its atoms are placed back on the fine output grid (every coarse point is a fine 
 Sound on the pessimistic side: C is a mean-preserving spread in e^{−ℓ} of L's atoms, which
 only raises δ(ε) = E[(1 − e^{ε−L})₊] of that part of the measure and of everything it is
 later convolved with (the argument of pld.split, there for the rest of a split vector).
-Only used where it pays and costs little accuracy (_plan_su): the part's second-order error
+Only used where it pays and costs little accuracy (plan_su): the part's second-order error
 is its tilted mass share times 4^su times the fine grid's per-copy error, over the copies
 of the power in the composition.
 """
@@ -26,9 +26,8 @@ from dataclasses import replace
 import numpy as np
 
 from dpcalc.pld.fftconv import _conv_fft, _square_split
+from dpcalc.pld.pmf import _LIGHT_MIN  # (the engine asks only for vectors this long)
 
-#: only light parts at least this long (shorter FFTs cost little)
-_LIGHT_MIN = 32768
 #: the part's share of the one-step grid's error (as pld.split's _SHARE)
 _LIGHT_SHARE = 0.01
 #: and only a light part: at most this share of the vector's tilted mass (a spike and a

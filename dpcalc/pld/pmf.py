@@ -78,6 +78,7 @@ _LATE_SHARE = 1.0 / 256
 _LATE_LAMH = 0.1          # and while λ·h stays at most this
 _SPLIT_TAILS = True      # one-step vectors with a long light tail: two grids (pld.split)
 _LIGHT = True            # a spiky square's light part on a coarser grid (pld.light)
+_LIGHT_MIN = 32768       # its shortest vector (shorter FFTs cost little; pld.light not loaded)
 _SPLIT_MIN = 4096        # shorter outputs: the plain FFT (the split would not pay)
 # split_noise of a plan (see _noisy): with τ from a guessed Γ/δ (at 1000 the split runs on
 # 0.7 % of the convolutions of 200 random DP-SGD questions at δ = 1e-5, where it moved ε by
@@ -169,8 +170,8 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
             lt = None
             if light is not None and same and hb is not None:
                 n1l = float(aL.sum())
-                lt = light(_Dist(a.lo, a.s, aL, a.logscale, a.e1, a.einf), nout,
-                           2 * a.lo, n1l / n1a if n1a > 0 else 1.0)
+                lt = light(_Dist(a.lo, a.s, aL, a.logscale, a.e1, a.einf), 2 * a.lo,
+                           n1l / n1a if n1a > 0 else 1.0)
             if lt is not None:
                 # C(L)*C(L) on the fine grid (pld.light), the output widened to hold it;
                 # its bound, and the input error of the L*L it stands in for (a*a − L*L)
@@ -180,8 +181,11 @@ def _conv(a: _Dist, b: _Dist, budget: float = 0.0, direct_max: int = 48,
                 out[first + off:first + off + vals.size] = vals
                 # (the input error below, a.e1·n1 twice and a.e1², covers a*a; C's map
                 # norm g ≥ 1 on the light factors adds (g² − 1) of their share)
-                r1 += (norm * norm - 1.0) * (2.0 * n1l * a.e1 + a.e1 * a.e1)
-                rinf = r1
+                light_in = 2.0 * n1l * a.e1 + a.e1 * a.e1
+                r1 += (norm * norm - 1.0) * light_in
+                # ℓ∞: the generic term below reads a's maximum, not C(L)'s; the light
+                # product's whole ℓ1 input error (ℓ∞ ≤ ℓ1) covers that part, as r1 its own
+                rinf = r1 + norm * norm * light_in
             else:
                 sp = _square_split(aL) if split and hb is not None else None
                 out, r1, rinf = (sp if sp is not None
@@ -515,7 +519,8 @@ class _Engine:
                     sq = self._coarsen(sq)
                 self.powers.append(sq)
                 continue
-            sq = _conv(p, p, self.tau * self.split_noise / mult, light=self._light(mult, p.s))
+            sq = _conv(p, p, self.tau * self.split_noise / mult,
+                       light=self._light(mult, p.s) if p.t.size >= _LIGHT_MIN else None)
             sq = _truncate(sq, self.tau / mult, self.pess)
             sq = self.to_grid(sq, min(kk // 2, max(self.s_max, sq.s, self._late_level(kk))))
             while sq.t.size > self.nwin // 2:
@@ -532,7 +537,7 @@ class _Engine:
 
         share = mult * 4.0 ** s / max(1, self.t_max)
 
-        def run(part: _Dist, nout: int, out_lo: int, light_share: float):
+        def run(part: _Dist, out_lo: int, light_share: float):
             su = plan_su(part.t.size, light_share, share, self.s_max - s)
             if not su:
                 return None
