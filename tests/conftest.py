@@ -25,3 +25,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def splits(monkeypatch):
+    """Records what pld.split.split_base returned for each engine built (pessimistic?, a
+    split?): tests/test_pld_two_grid.py and test_pld_regrid.py."""
+    from dpcalc.pld import split
+
+    seen = []
+    original = split.split_base
+
+    def recording(eng, base):
+        out = original(eng, base)
+        seen.append((eng.pess, isinstance(out, split._Split)))
+        return out
+
+    monkeypatch.setattr(split, "split_base", recording)
+    return seen

@@ -198,26 +198,42 @@ def test_phased_cross_terms_of_a_spiky_bulk_are_lower_and_close(lam):
     assert worst_got <= worst_coarse and 8 * worst_got < worst_plain
 
 
-def test_a_long_spiky_optimistic_side_splits_with_its_lower_end_kept(monkeypatch):
+def test_a_long_spiky_optimistic_side_splits_with_its_lower_end_kept(splits, monkeypatch):
     # q 1.14e-4, σ 0.583, 789,474 steps at δ 1e-5 (a log-uniform batch line, 1.1 s, most of
     # it the optimistic side's refinement on 469,465-point vectors): its optimistic side now
-    # splits too; the upper end is the same to 1e-6 and the lower end within 2e-5 of the unsplit
-    # optimistic side's (monkeypatched back: the caps of before for every length)
+    # splits too; the upper end is the same to 1e-6 and the lower end within 2e-5 of the
+    # unsplit optimistic side's (monkeypatched back: the caps of before for every length)
     point = (0.000114, 0.583, 789474, math.log(1e-5), 1e-3)
-    seen = []
-    real = split.split_base
-
-    def spy(eng, base):
-        out = real(eng, base)
-        seen.append((eng.pess, isinstance(out, split._Split)))
-        return out
-
-    monkeypatch.setattr(split, "split_base", spy)
     lo, up = pld.epsilon_bounds(*point)
-    assert (False, True) in seen                       # an optimistic side split
+    assert (False, True) in splits                     # an optimistic side split
     monkeypatch.setattr(split, "_OPT_WIDE_MIN", 1 << 62)
-    seen.clear()
+    splits.clear()
     lo0, up0 = pld.epsilon_bounds(*point)
-    assert (False, True) not in seen
+    assert (False, True) not in splits
     assert up == pytest.approx(up0, rel=1e-6)     # (the refinement's plan reads lower ends)
     assert lo <= up and lo >= lo0 - 2e-5 * up0
+
+
+@pytest.mark.parametrize("d, hd, lam, t", [
+    (48e-46, 16e-46, 1.0, [1.0, 1.37 * 2.0 ** -899, 0.0]),     # a tiny grid: b ~ 1e-45
+    (0.63, 0.37, 15.0, [1.0, 0.8, 0.5]),                        # λH near the fallback's
+    (0.002, 0.014, 3.0, [1e-300, 1.0, 1e-300, 1.0]),            # huge neighbour ratios
+    (0.5, 0.5, 20.0, [1.0, 1.0]),                               # λH beyond: nothing up
+])
+def test_every_merge_holds_exactly(d, hd, lam, t):
+    # each merged atom's loss at least its point's, checked in 60-digit arithmetic on the
+    # doubles the fractions were computed from (review, helper-31: a subnormal product of a
+    # fine grid's tiny factor passed the guard as a quotient; exp's rounded argument at λH
+    # of a few tens broke the bare margin)
+    import mpmath as mp
+
+    t = np.asarray(t, dtype=float)
+    u = up_fractions(t, 0.0, d, hd, lam)
+    with mp.workdps(60):
+        a = mp.exp(lam * (mp.mpf(d) + mp.mpf(hd))) * mp.expm1(mp.mpf(hd))
+        b = -mp.expm1(-mp.mpf(d))
+        for j in range(t.size - 1):
+            up_part = mp.mpf(float(u[j])) * mp.mpf(float(t[j])) * a
+            down_part = (1 - mp.mpf(float(u[j + 1]))) * mp.mpf(float(t[j + 1])) * b
+            assert up_part <= down_part
+    assert u[-1] == 0.0

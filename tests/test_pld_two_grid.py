@@ -22,21 +22,6 @@ from dpcalc.relations import pld
 from tests.test_small_q_reference import CASES
 
 
-@pytest.fixture
-def splits(monkeypatch):
-    """Records what split_base returned for each engine built (True: a split)."""
-    seen = []
-    original = split.split_base
-
-    def recording(eng, base):
-        out = original(eng, base)
-        seen.append((eng.pess, isinstance(out, split._Split)))
-        return out
-
-    monkeypatch.setattr(split, "split_base", recording)
-    return seen
-
-
 def test_small_q_sides_are_split_on_both_sides(splits):
     q, sigma, steps, delta, reference = CASES[3]
     lower, upper = pld.epsilon_bounds(q, sigma, steps, math.log(delta))

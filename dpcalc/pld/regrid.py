@@ -34,6 +34,7 @@ from dpcalc.numeric.directed import UNIT_ROUNDOFF as _U
 from dpcalc.pld.pmf import _Dist
 
 _TINY = 2.0 ** -900     # below it a cap's products could leave the normal range: no merge up
+_LAMH_MAX = 16.0        # λH beyond which nothing merges up (the margins grow with it)
 
 
 def up_fractions(t: np.ndarray, big_e: float, d: float, hd: float,
@@ -44,8 +45,10 @@ def up_fractions(t: np.ndarray, big_e: float, d: float, hd: float,
     by up to (d/(H − d))·u, 63u at 64 phases; review, helper-30): every point's merged atom
     has a loss at least the point's for every vector within E of t (see the module)."""
     n = t.size
-    # the two sides' excess factors, a rounded up and b down (each a few ulps)
-    a = math.exp(lam * (d + hd)) * math.expm1(hd) * (1.0 + 16.0 * _U)
+    # the two sides' excess factors, a rounded up and b down: a few ulps each, and exp's
+    # argument λ(d + hd), itself rounded, errs by up to λH·u relative (review, helper-31:
+    # the bare 16u held to λH ≈ 32 only; regrid_opt merges nothing up beyond _LAMH_MAX)
+    a = math.exp(lam * (d + hd)) * math.expm1(hd) * (1.0 + (16.0 + 4.0 * lam * (d + hd)) * _U)
     b = -math.expm1(-d) * (1.0 - 16.0 * _U)
     nxt = np.zeros(n)
     nxt[:-1] = t[1:]
@@ -56,13 +59,15 @@ def up_fractions(t: np.ndarray, big_e: float, d: float, hd: float,
         u0 = np.where(np.isfinite(u0), np.clip(u0, 0.0, 1.0), 0.0)
         alpha0 = 1.0 - u0
         # point j + 1 certified for the exact vector: t_j ≤ t̃_j + E, t_{j+1} ≥ t̃_{j+1} − E,
-        # and α_{j+1} ≥ alpha0_{j+1} (u only falls); (1 − 8u) covers this line's roundings,
+        # and α_{j+1} ≥ alpha0_{j+1} (u only falls); (1 − 9u) covers this line's roundings,
         # as long as no product leaves the normal range (a tiny t_{j+1}: no merge up)
         lo_next = np.maximum(nxt - big_e, 0.0)
         lo_next[lo_next < _TINY] = 0.0
         a_next = np.zeros(n)
         a_next[:-1] = alpha0[1:]
-        cap = a_next * lo_next * b / ((t + big_e) * a) * (1.0 - 8.0 * _U)
+        # (b/a first: a product of a tiny t_{j+1} and a fine grid's b could go subnormal
+        # and pass the guard below as a quotient; review, helper-31)
+        cap = a_next * lo_next * (b / a) / (t + big_e) * (1.0 - 9.0 * _U)
         cap = np.where(np.isfinite(cap) & (cap >= _TINY), cap, 0.0)
     u = np.minimum(u0, cap)
     u[-1] = 0.0
@@ -73,20 +78,20 @@ def regrid_opt(v: _Dist, d: float, hd: float, lam: float) -> _Dist:
     """v (atoms at (v.lo + j)·H + d, H = d + hd, d, hd > 0, in tilted units with tilt
     λ ≥ 0) merged onto the points (v.lo + i)·H, i = 0..n: an optimistic (dominated) vector
     on v's level, with v's error bounds carried through the map (ℓ1 norm ≤ e^{λ·hd}) and its
-    own roundings.  Past exp's range (λH > 700, far beyond the λh rule) every atom goes down
-    whole instead (a lower loss; α = 1)."""
+    own roundings.  Beyond λH = _LAMH_MAX (far beyond the λh rule: splits keep λH ≤ 0.2)
+    every atom goes down whole instead (a lower loss; α = 1)."""
     assert d > 0.0 and hd > 0.0 and lam >= 0.0
     t = v.t
     n = t.size
     if n == 0:
         return v
-    if lam * (d + hd) > 700.0:
+    if lam * (d + hd) > _LAMH_MAX:
         u = np.zeros(n)
     else:
         u = up_fractions(t, v.einf, d, hd, lam)
     alpha = 1.0 - u
     down = math.exp(-lam * d)
-    up = math.exp(lam * hd) if lam * hd <= 700.0 else math.inf
+    up = math.exp(lam * hd) if lam * hd <= _LAMH_MAX else 1.0   # (unused then: u = 0)
     out = np.zeros(n + 1)
     out[:n] = alpha * t * down
     with np.errstate(invalid="ignore", over="ignore"):
@@ -98,6 +103,8 @@ def regrid_opt(v: _Dist, d: float, hd: float, lam: float) -> _Dist:
     # exp within 2u); the map's ℓ1 norm is at most max(down, up) = up, or down where no
     # atom goes up
     norm = up if bool((u > 0.0).any()) else down
-    e1 = v.e1 * norm * (1.0 + 4.0 * _U) + 12.0 * _U * n1 + _U * norm * n1_in
-    einf = v.einf * (down + norm) * (1.0 + 4.0 * _U) + 12.0 * _U * mx + _U * norm * mx_in
+    # (exp's factors err by up to λ·max(d, hd)·u more through their rounded arguments)
+    g = (12.0 + 4.0 * lam * (d + hd)) * _U
+    e1 = v.e1 * norm * (1.0 + g) + g * n1 + _U * norm * n1_in
+    einf = v.einf * (down + norm) * (1.0 + g) + g * mx + _U * norm * mx_in
     return _Dist(v.lo, v.s, out, v.logscale, e1, einf, v.noise)
