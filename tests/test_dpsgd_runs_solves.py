@@ -392,6 +392,61 @@ def test_secant_guess_keeps_a_full_root_that_settles():
     assert len(calls) == 2
 
 
+def test_secant_guess_asks_the_full_bound_at_a_probe_that_meets_the_target():
+    # the last probe's cheap bound already meets the target within the settle window: the
+    # full bound is asked there (its first pass is kept, a probe's composition), not at the
+    # secant's point a step beyond (a first pass composed again); on a curved bound, whose
+    # last secant step is not nil
+    def bound(x, c=0.01):         # ε = √(T/1000)·e^{c(log T − log 1000)²}: 1 at T = 1000
+        return math.exp(0.5 * (x - math.log(1000.0)) + c * (x - math.log(1000.0)) ** 2)
+
+    probes, fulls = [], []
+
+    def cheap(x):
+        probes.append(x)
+        return bound(x)
+
+    def counted(x):
+        fulls.append(x)
+        return bound(x)
+
+    guess, _ = secant_guess(cheap, math.log(900.0), 1.0 - 5e-6, 0.0, 30.0, 0.5,
+                            full=counted, inside=5e-6, settle=1e-5)
+    assert fulls == [probes[-1]] and math.log(guess) == probes[-1]
+    assert 1.0 - 1e-5 <= bound(fulls[0]) <= 1.0
+    # without a window the secant's own point is asked, as before (a full bound at the
+    # probe, off the window, would move on: σ at MNIST, replace-one)
+    probes.clear()
+    fulls.clear()
+    secant_guess(cheap, math.log(900.0), 1.0, 0.0, 30.0, 0.5, full=counted)
+    assert len(fulls) >= 1 and fulls[0] != probes[-1]
+
+
+def test_mnist_sigma_at_k2_composes_no_first_pass_twice(monkeypatch):
+    # σ at MNIST, K = 2: the secant's last probe meets the target within the settle window,
+    # and its full bracket reuses that probe's first pass: one pessimistic first pass per
+    # probe and direction (a fourth, at the secant's next point, cost 0.05 s of 0.5)
+    from dpcalc.pld import compose
+
+    fresh = []
+    real = compose._compose_points_fresh
+
+    def counted(pair, steps_list, rho, plans, log_eta, evaluate, sides, dirs, *a, **kw):
+        fresh.extend((rho, d) for d in dirs if True in sides)
+        return real(pair, steps_list, rho, plans, log_eta, evaluate, sides, dirs, *a, **kw)
+
+    monkeypatch.setattr(compose, "_compose_points_fresh", counted)
+    counts = _count(monkeypatch)
+    r = dpcalc.dpsgd(batch_size=256, dataset_size=60000, epochs=60, epsilon=3, delta=1e-5,
+                     examples_per_user=2, compare=False)
+    first = max(rho for rho, _ in fresh)
+    passes = [d for rho, d in fresh if rho == first]
+    assert passes.count("remove") == counts["epsilon_upper"] == 3, (fresh, counts)
+    got = dpcalc.dpsgd(batch_size=256, dataset_size=60000, epochs=60, sigma=r.value,
+                       delta=1e-5, examples_per_user=2, compare=False).value
+    assert 3.0 * (1 - 1e-5) <= got <= 3.0
+
+
 def test_a_count_solves_failing_neighbour_is_decided_by_the_cheap_bound(monkeypatch):
     # epochs at MNIST, K = 2: the full bracket at the secant's count was its cheap bound
     # (the first pass final), so the next count, a likely fail, is decided by the cheap
