@@ -54,3 +54,22 @@ def test_dpsgd_curve_ends_at_the_run(capsys):
     r = run(capsys, "dpsgd", "--q", "0.01", "--sigma", "4", "--epochs", "2.5", "--delta",
             "1e-5", "--curve", "--json")
     assert [p["steps"] for p in r.json["curve"]] == [100, 200, 250]
+
+
+def test_the_curve_help_says_where_every_point_is(capsys, monkeypatch):
+    # issue 13, item 4: every epoch is shown; the human table holds about ten of them, so the
+    # help says where the rest are (the plot and --json), at 80 columns as a user reads it
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("NO_COLOR", "1")
+    helped = run(capsys, "dpsgd", "--help")
+    assert helped.code == 0
+    text = " ".join(helped.out.replace("│", " ").split())
+    assert "the plot and --json hold every point, the table about ten" in text
+    args = ("dpsgd", "--q", "0.01", "--sigma", "4", "--epochs", "30", "--delta", "1e-5",
+            "--curve")
+    human = run(capsys, *args).out.splitlines()
+    start = next(i for i, s in enumerate(human) if s.split()[:2] == ["epochs", "ε"])
+    rows = [s for s in human[start + 1:start + 16] if s.split() and s.split()[0].isdigit()]
+    assert 3 <= len(rows) <= 12 and rows[-1].split()[0] == "30"
+    assert [p["epochs"] for p in run(capsys, *args, "--json").json["curve"]] == list(
+        range(1, 31))

@@ -57,7 +57,8 @@ def dpsgd(
                              "--examples-per-user", panel=METHOD) = None,
     curve: Annotated[bool, typer.Option(
         "--curve", help="Also show ε after each epoch (every epoch up to 100 epochs, then "
-        "100 evenly spaced epochs): certified upper bounds, from the PLD's first pass.",
+        "100 evenly spaced epochs; the plot and --json hold every point, the table about "
+        "ten): certified upper bounds, from the PLD's first pass.",
         rich_help_panel=OUTPUT)] = False,
     curve_accountants: Annotated[str | None, typer.Option(
         "--curve-accountants", help="Also plot these accountants' ε curves as separate "
